@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package GreenShard needs. Idempotent: re-running it
+# installs nothing new. Needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev libgloo-dev libopenblas0-pthread
+  libgtest-dev libgmock-dev
+)
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# libtorch links the generic libblas.so.3; without OpenBLAS behind it that is
+# the netlib reference BLAS, about 10x slower. Point the alternative at
+# OpenBLAS (pthread build).
+arch_triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+alt="libblas.so.3-${arch_triplet}"
+want="/usr/lib/${arch_triplet}/openblas-pthread/libblas.so.3"
+if [ -e "$want" ]; then
+  current=$(update-alternatives --query "$alt" 2>/dev/null | awk '/^Value:/{print $2}')
+  if [ "$current" != "$want" ]; then
+    $SUDO update-alternatives --set "$alt" "$want"
+  fi
+fi
+echo "setup: ok (BLAS: $(readlink -f /usr/lib/${arch_triplet}/libblas.so.3))"

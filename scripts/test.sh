@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command: set-up, build, every test. Runs on a fresh Debian machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+cd "${GREENSHARD_BUILD_DIR:-build}"
+# Rank processes use one thread each; the tests start their own ranks.
+export OMP_NUM_THREADS=1
+ctest --output-on-failure --timeout 900 "$@"

@@ -1,0 +1,106 @@
+// fully_shard: the public entry of shard/. Wraps a module tree into FSDP
+// units (one flat, padded, sharded fp32 parameter per unit), and runs them:
+// all-gather before a unit's forward (and again before its backward), free
+// after; reduce-scatter its gradient as soon as it is complete.
+//
+// LibTorch C++ modules have no forward hooks, so a module that may be a unit
+// runs its forward body through shard::forward_unit(*this, fn). When the
+// module is not (the root of) a unit of a live FullyShardedModel, that is a
+// plain call of fn.
+#pragma once
+
+#include "shard/communicator.h"
+#include "shard/policy.h"
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace shard {
+
+class Rendezvous;
+class Runtime;
+
+// Runs `fn` as the forward of `module` (see the file comment).
+at::Tensor forward_unit(const torch::nn::Module& module,
+                        const std::function<at::Tensor()>& fn);
+
+struct MemoryStats {
+  int64_t sharded_param_bytes = 0;    // fp32 master shards on this rank
+  int64_t sharded_grad_bytes = 0;     // sharded gradients on this rank
+  int64_t unsharded_current_bytes = 0;  // unsharded param + grad buffers now
+  int64_t unsharded_peak_bytes = 0;     // high-water mark since reset
+  int64_t largest_unit_unsharded_bytes = 0;  // params + grads of the largest unit
+  int64_t total_param_numel = 0;      // unpadded numel of the whole model
+};
+
+struct UnitInfo {
+  std::string name;                   // qualified module name ("" = root)
+  int64_t numel = 0;                  // unpadded
+  int64_t padded_numel = 0;           // multiple of the shard-group size
+  int64_t shard_numel = 0;            // this rank's shard
+  std::vector<std::string> param_names;  // qualified, in flat order
+};
+
+class FullyShardedModel {
+ public:
+  // Collective: every rank calls it with an identically built module tree.
+  // Replaces the tree's parameters by views into per-unit flat buffers.
+  FullyShardedModel(std::shared_ptr<torch::nn::Module> root,
+                    std::shared_ptr<Rendezvous> rendezvous,
+                    FullyShardOptions options);
+  ~FullyShardedModel();
+  FullyShardedModel(const FullyShardedModel&) = delete;
+  FullyShardedModel& operator=(const FullyShardedModel&) = delete;
+
+  torch::nn::Module& module();
+  const FullyShardOptions& options() const;
+
+  // The fp32 sharded flat parameters (leaves, one per unit) for any
+  // torch::optim optimizer. Their .grad() holds the reduced, sharded gradient
+  // after backward.
+  std::vector<at::Tensor> parameters();
+
+  // Gradient accumulation: inside the guard's lifetime backward keeps
+  // unsharded gradients and reduces nothing; the first backward after it
+  // reduces the sum.
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(Runtime* rt);
+    ~NoSyncGuard();
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    Runtime* rt_;
+  };
+  NoSyncGuard no_sync();
+
+  // Global-norm clipping across all shards (and replicas); returns the total
+  // norm before clipping.
+  double clip_grad_norm(double max_norm, double norm_type = 2.0);
+
+  // The full, unflattened parameters by qualified name (fp32), gathered unit
+  // by unit on every rank. Collective.
+  std::map<std::string, at::Tensor> full_parameters();
+
+  MemoryStats memory() const;
+  void reset_peak_memory();
+  std::vector<UnitInfo> units() const;
+  // Shard group / replicate group communicators (replicate may be size 1).
+  CommunicatorPtr shard_group() const;
+  CommunicatorPtr replicate_group() const;
+
+ private:
+  std::unique_ptr<Runtime> rt_;
+};
+
+}  // namespace shard

@@ -1,0 +1,84 @@
+// Policies: how a module tree is sharded, wrapped, and cast.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace torch::nn {
+class Module;
+}
+
+namespace shard {
+
+enum class ShardingStrategy {
+  kFullShard,    // shard params/grads/optimizer; reshard after forward
+  kShardGradOp,  // shard; keep params unsharded from forward to backward
+  kNoShard,      // replicate; all-reduce gradients (the DDP baseline)
+  kHybridShard,  // FULL_SHARD inside groups of G ranks, replicate across
+};
+const char* to_string(ShardingStrategy s);
+// "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD" (case-insensitive).
+// Throws std::invalid_argument naming `field` on anything else.
+ShardingStrategy parse_sharding_strategy(const std::string& text,
+                                         const std::string& field = "strategy");
+
+enum class BackwardPrefetch { kNone, kBackwardPre };
+
+struct MixedPrecisionPolicy {
+  at::ScalarType param_dtype = at::kFloat;   // unsharded params for compute
+  at::ScalarType reduce_dtype = at::kFloat;  // gradient reduction
+  at::ScalarType buffer_dtype = at::kFloat;  // module buffers
+};
+
+// Which submodules become their own FSDP unit. The root always becomes a
+// unit holding what no other unit holds. A module matched inside a matched
+// module becomes a nested unit.
+struct WrapPolicy {
+  // Wrap a submodule when predicate(qualified_name, module) is true.
+  std::function<bool(const std::string&, const torch::nn::Module&)> predicate;
+  // Or: wrap the smallest submodules whose not-yet-wrapped parameter count
+  // reaches min_num_params (0 = off).
+  int64_t min_num_params = 0;
+
+  static WrapPolicy none() { return {}; }
+  static WrapPolicy size_based(int64_t min_num_params) {
+    WrapPolicy p;
+    p.min_num_params = min_num_params;
+    return p;
+  }
+  template <typename ModuleImpl>
+  static WrapPolicy by_type() {
+    WrapPolicy p;
+    p.predicate = [](const std::string&, const torch::nn::Module& m) {
+      return dynamic_cast<const ModuleImpl*>(&m) != nullptr;
+    };
+    return p;
+  }
+};
+
+struct FullyShardOptions {
+  ShardingStrategy strategy = ShardingStrategy::kFullShard;
+  WrapPolicy wrap;
+  MixedPrecisionPolicy mixed_precision;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kBackwardPre;
+  bool forward_prefetch = false;
+  // Rate limiter: at most this many units unsharded by prefetch ahead of the
+  // one computing (>= 1).
+  int limit_all_gathers = 2;
+  // HYBRID_SHARD: ranks per shard group (must divide the world size;
+  // 0 = LOCAL_WORLD_SIZE).
+  int hybrid_shard_group_size = 0;
+  // Copy rank 0's initial parameters and buffers to every rank.
+  bool sync_module_states = true;
+  // Deadline of every collective.
+  std::chrono::milliseconds timeout{std::chrono::minutes(3)};
+};
+
+// Throws std::invalid_argument naming the field.
+void validate(const FullyShardOptions& options, int world_size, int local_world_size);
+
+}  // namespace shard

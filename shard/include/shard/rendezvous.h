@@ -1,0 +1,61 @@
+// Rendezvous: the torchrun environment -> a TCP store -> communicators.
+//
+// Variables (all required): MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE. A missing, unparsable or inconsistent one is
+// a std::invalid_argument whose message names the variable.
+#pragma once
+
+#include "shard/communicator.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shard {
+
+struct RendezvousInfo {
+  std::string master_addr;
+  int master_port = 0;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+};
+
+// getenv is injectable for tests; it returns nullptr for unset variables.
+RendezvousInfo rendezvous_info_from_env(
+    const std::function<const char*(const char*)>& getenv = nullptr);
+
+// Checks ranges and consistency (rank < world_size, local_rank <
+// local_world_size, world_size % local_world_size == 0, port 1..65535).
+// Throws std::invalid_argument naming the variable.
+void validate(const RendezvousInfo& info);
+
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+
+  // Rank 0 hosts the TCP store on MASTER_PORT; everybody connects. Blocks
+  // until all ranks arrived or options.timeout passed (CommError naming the
+  // ranks that did not arrive when it can).
+  static std::shared_ptr<Rendezvous> connect(const RendezvousInfo& info,
+                                             const CommunicatorOptions& options = {});
+
+  virtual const RendezvousInfo& info() const = 0;
+  int rank() const { return info().rank; }
+  int world_size() const { return info().world_size; }
+
+  // The group of all ranks (created on first use; every rank must call it).
+  virtual CommunicatorPtr world() = 0;
+
+  // A communicator over `ranks` (global ranks, ascending, unique). Only the
+  // members call it, all with the same name and ranks; names must be unique
+  // per rendezvous. Calling it twice with the same name returns the same
+  // communicator. Throws std::invalid_argument when this rank is not a member
+  // or the ranks are invalid.
+  virtual CommunicatorPtr new_group(const std::string& name,
+                                    const std::vector<int>& ranks) = 0;
+};
+
+}  // namespace shard

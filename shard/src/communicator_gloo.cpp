@@ -1,0 +1,838 @@
+// Gloo (CPU, TCP) communicator: ring collectives over gloo unbound buffers.
+//
+// Threading: every communicator of size > 1 owns one worker thread that runs
+// its collectives in issue order; calls only validate, enqueue and return a
+// Work. Each collective gets a fresh gloo slot (ctx->nextSlot(), called on the
+// worker, so it advances identically on every member) and a deadline; every
+// blocking wait is bounded by that deadline. The first failure aborts the
+// communicator: its connections are reset (so peers blocked on us fail fast
+// instead of waiting for their own deadline) and every later call fails at
+// once with the first error. The destructor aborts whatever is in flight.
+//
+// Algorithms (n members, T total bytes):
+//  * all_gather_into: ring, (n-1)/n*T sent per rank, chunk-pipelined.
+//  * reduce_scatter: ring, (n-1)/n*T sent per rank; partial sums go to a
+//    scratch buffer (the input is never written); the reduction of chunk k
+//    overlaps the transfer of chunk k+1. bf16/fp16 are reduced in fp32.
+//  * all_reduce: reduce_scatter + all_gather (in place).
+//  * broadcast: pipelined chain from the root.
+//  * barrier: one byte to and from every peer.
+#include "communicator_gloo.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace shard::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string ranks_str(const std::vector<int>& ranks) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
+  os << "]";
+  return os.str();
+}
+
+// ---------------------------------------------------------------------------
+// Work
+
+class GlooWork final : public Work {
+ public:
+  bool is_completed() override { return done_.load(std::memory_order_acquire); }
+
+  void wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_.load(std::memory_order_relaxed); });
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  std::exception_ptr error() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+
+  void finish(std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = std::move(error);
+      done_.store(true, std::memory_order_release);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<bool> done_{false};
+  std::exception_ptr error_;
+};
+
+WorkPtr failed_work(const std::string& msg) {
+  auto w = std::make_shared<GlooWork>();
+  w->finish(std::make_exception_ptr(CommError(msg)));
+  return w;
+}
+
+// ---------------------------------------------------------------------------
+// Reusable aligned scratch memory (worker thread only).
+
+class Scratch {
+ public:
+  ~Scratch() { std::free(ptr_); }
+  void* get(size_t bytes) {
+    if (bytes > cap_) {
+      std::free(ptr_);
+      ptr_ = nullptr;
+      cap_ = 0;
+      size_t rounded = (bytes + 63) / 64 * 64;
+      ptr_ = std::aligned_alloc(64, rounded);
+      if (!ptr_) throw std::bad_alloc();
+      cap_ = rounded;
+    }
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t cap_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Element kernels.
+
+template <typename T>
+void add_into(T* __restrict acc, const T* __restrict x, size_t n) {
+  for (size_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
+// out may alias x (in-place all_reduce), never s.
+template <typename T>
+void add_final(T* out, const T* __restrict s, const T* x, size_t n, int avg_div) {
+  if (avg_div > 1) {
+    const T d = static_cast<T>(avg_div);
+    for (size_t i = 0; i < n; ++i) out[i] = (s[i] + x[i]) / d;
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = s[i] + x[i];
+  }
+}
+
+template <typename Low>
+void to_float(float* __restrict dst, const Low* __restrict src, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+template <typename Low>
+void from_float(Low* __restrict dst, const float* __restrict src, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<Low>(src[i]);
+}
+
+void convert_to_float(float* dst, const void* src, at::ScalarType t, size_t n) {
+  if (t == at::kBFloat16)
+    to_float(dst, static_cast<const c10::BFloat16*>(src), n);
+  else
+    to_float(dst, static_cast<const c10::Half*>(src), n);
+}
+
+void convert_from_float(void* dst, const float* src, at::ScalarType t, size_t n) {
+  if (t == at::kBFloat16)
+    from_float(static_cast<c10::BFloat16*>(dst), src, n);
+  else
+    from_float(static_cast<c10::Half*>(dst), src, n);
+}
+
+bool is_low_precision(at::ScalarType t) {
+  return t == at::kBFloat16 || t == at::kHalf;
+}
+
+// Blocks of a flat buffer: block i = [off[i], off[i] + len[i]).
+struct Blocks {
+  std::vector<size_t> off, len;
+  size_t total = 0;
+  static Blocks uniform(int n, size_t each) {
+    Blocks b;
+    for (int i = 0; i < n; ++i) {
+      b.off.push_back(i * each);
+      b.len.push_back(each);
+    }
+    b.total = n * each;
+    return b;
+  }
+  // `count` elements split in n nearly equal blocks (the last ones shorter).
+  static Blocks split(int n, size_t count) {
+    Blocks b;
+    size_t each = (count + n - 1) / n;
+    for (int i = 0; i < n; ++i) {
+      size_t lo = std::min(count, i * each);
+      size_t hi = std::min(count, (i + 1) * each);
+      b.off.push_back(lo);
+      b.len.push_back(hi - lo);
+    }
+    b.total = count;
+    return b;
+  }
+  Blocks scaled(size_t f) const {
+    Blocks b = *this;
+    for (auto& o : b.off) o *= f;
+    for (auto& l : b.len) l *= f;
+    b.total *= f;
+    return b;
+  }
+};
+
+// Chunks [off, off+len) of at most `chunk` units; empty for len == 0.
+template <typename F>
+void for_chunks(size_t off, size_t len, size_t chunk, F&& f) {
+  for (size_t done = 0; done < len; done += chunk) {
+    f(off + done, std::min(chunk, len - done));
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+struct Run {
+  Clock::time_point deadline;
+  milliseconds timeout;
+  uint64_t slot;
+};
+
+struct Task {
+  const char* op = "";
+  CollectiveOptions opts;
+  std::function<void(Run&)> fn;
+  std::shared_ptr<GlooWork> work;
+};
+
+class GlooCommunicator;
+
+// An unbound buffer registered with its communicator so the destructor can
+// abort a wait on it.
+class Buf {
+ public:
+  Buf(GlooCommunicator& comm, void* ptr, size_t bytes);
+  ~Buf();
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  gloo::transport::UnboundBuffer* get() const { return buf_.get(); }
+
+ private:
+  GlooCommunicator& comm_;
+  std::unique_ptr<gloo::transport::UnboundBuffer> buf_;
+};
+
+class GlooCommunicator final : public Communicator {
+ public:
+  GlooCommunicator(GlooGroupSpec spec, std::shared_ptr<gloo::Context> ctx)
+      : spec_(std::move(spec)), ctx_(std::move(ctx)) {
+    const int n = static_cast<int>(spec_.global_ranks.size());
+    if (n < 1 || spec_.rank < 0 || spec_.rank >= n) {
+      throw std::invalid_argument("make_gloo_communicator: rank " +
+                                  std::to_string(spec_.rank) +
+                                  " outside group " +
+                                  ranks_str(spec_.global_ranks));
+    }
+    if (n > 1) {
+      if (!ctx_ || ctx_->size != n || ctx_->rank != spec_.rank) {
+        throw std::invalid_argument(
+            "make_gloo_communicator: gloo context does not match group '" +
+            spec_.name + "'");
+      }
+    }
+    if (spec_.chunk_bytes < 4096) spec_.chunk_bytes = 4096;
+    spec_.chunk_bytes = spec_.chunk_bytes / 64 * 64;
+    if (n > 1) {
+      worker_ = std::thread([this] { worker_loop(); });
+      std::string tname = "gs-gloo-" + spec_.name;
+      tname.resize(std::min<size_t>(tname.size(), 15));
+      pthread_setname_np(worker_.native_handle(), tname.c_str());
+    }
+  }
+
+  ~GlooCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(active_mu_);
+      stopping_ = true;
+      for (auto* b : active_) {
+        b->abortWaitRecv();
+        b->abortWaitSend();
+      }
+    }
+    if (worker_.joinable()) worker_.join();
+    for (auto& t : queue_) {
+      t.work->finish(std::make_exception_ptr(CommError(
+          describe(t.op, t.opts.tag) +
+          " failed: the communicator was destroyed before it ran")));
+    }
+    queue_.clear();
+    // ctx_ (pairs, device loop thread) goes last, after the worker is gone.
+  }
+
+  int rank() const override { return spec_.rank; }
+  int size() const override { return static_cast<int>(spec_.global_ranks.size()); }
+  const std::vector<int>& global_ranks() const override { return spec_.global_ranks; }
+  std::string backend_name() const override { return "gloo"; }
+  uint64_t bytes_sent() const override { return bytes_sent_.load(); }
+
+  std::shared_ptr<gloo::Context> context() const { return ctx_; }
+  bool aborted() const { return aborted_.load(); }
+
+  // ------------------------------------------------------------------ API
+
+  WorkPtr all_gather_into(at::Tensor output, at::Tensor input,
+                          const CollectiveOptions& opts) override {
+    static constexpr const char* op = "all_gather_into";
+    check_tensor(op, output, "output");
+    check_tensor(op, input, "input");
+    if (output.scalar_type() != input.scalar_type()) {
+      throw CommError(std::string(op) + ": output dtype " +
+                      std::string(c10::toString(output.scalar_type())) +
+                      " differs from input dtype " +
+                      c10::toString(input.scalar_type()));
+    }
+    if (output.numel() != size() * input.numel()) {
+      throw CommError(std::string(op) + ": output.numel() (" +
+                      std::to_string(output.numel()) + ") must be size() (" +
+                      std::to_string(size()) + ") * input.numel() (" +
+                      std::to_string(input.numel()) + ")");
+    }
+    const size_t block = input.numel() * input.element_size();
+    if (size() == 1) {
+      copy_bytes(output.data_ptr(), input.data_ptr(), block);
+      return completed_work();
+    }
+    return submit(op, opts, [this, output, input, block](Run& run) {
+      char* out = static_cast<char*>(output.data_ptr());
+      copy_bytes(out + rank() * block, input.data_ptr(), block);
+      ring_allgather(run, out, Blocks::uniform(size(), block));
+    });
+  }
+
+  WorkPtr reduce_scatter(at::Tensor output, at::Tensor input, ReduceOp rop,
+                         const CollectiveOptions& opts) override {
+    static constexpr const char* op = "reduce_scatter";
+    check_tensor(op, output, "output");
+    check_tensor(op, input, "input");
+    check_reducible(op, input);
+    if (output.scalar_type() != input.scalar_type()) {
+      throw CommError(std::string(op) + ": output dtype " +
+                      std::string(c10::toString(output.scalar_type())) +
+                      " differs from input dtype " +
+                      c10::toString(input.scalar_type()));
+    }
+    if (input.numel() != size() * output.numel()) {
+      throw CommError(std::string(op) + ": input.numel() (" +
+                      std::to_string(input.numel()) + ") must be size() (" +
+                      std::to_string(size()) + ") * output.numel() (" +
+                      std::to_string(output.numel()) + ")");
+    }
+    if (size() == 1) {
+      copy_bytes(output.data_ptr(), input.data_ptr(),
+                 output.numel() * output.element_size());
+      return completed_work();
+    }
+    return submit(op, opts, [this, output, input, rop](Run& run) {
+      const size_t count = output.numel();
+      const int div = rop == ReduceOp::kAvg ? size() : 1;
+      const auto blocks = Blocks::uniform(size(), count);
+      switch (input.scalar_type()) {
+        case at::kFloat:
+          ring_reduce_scatter<float>(run, input.data_ptr<float>(),
+                                     output.data_ptr<float>(), blocks, div);
+          break;
+        case at::kDouble:
+          ring_reduce_scatter<double>(run, input.data_ptr<double>(),
+                                      output.data_ptr<double>(), blocks, div);
+          break;
+        default: {  // bf16 / fp16: accumulate in fp32
+          const size_t total = input.numel();
+          float* in32 = static_cast<float*>(conv_in_.get(total * sizeof(float)));
+          float* out32 = static_cast<float*>(conv_out_.get(count * sizeof(float)));
+          convert_to_float(in32, input.data_ptr(), input.scalar_type(), total);
+          ring_reduce_scatter<float>(run, in32, out32, blocks, div);
+          convert_from_float(output.data_ptr(), out32, output.scalar_type(), count);
+        }
+      }
+    });
+  }
+
+  WorkPtr all_reduce(at::Tensor tensor, ReduceOp rop,
+                     const CollectiveOptions& opts) override {
+    static constexpr const char* op = "all_reduce";
+    check_tensor(op, tensor, "tensor");
+    check_reducible(op, tensor);
+    if (size() == 1) return completed_work();
+    return submit(op, opts, [this, tensor, rop](Run& run) {
+      const size_t count = tensor.numel();
+      const int n = size(), r = rank();
+      const int div = rop == ReduceOp::kAvg ? n : 1;
+      const auto blocks = Blocks::split(n, count);
+      const size_t esize = tensor.element_size();
+      char* data = static_cast<char*>(tensor.data_ptr());
+      switch (tensor.scalar_type()) {
+        case at::kFloat: {
+          float* p = tensor.data_ptr<float>();
+          ring_reduce_scatter<float>(run, p, p + blocks.off[r], blocks, div);
+          break;
+        }
+        case at::kDouble: {
+          double* p = tensor.data_ptr<double>();
+          ring_reduce_scatter<double>(run, p, p + blocks.off[r], blocks, div);
+          break;
+        }
+        default: {
+          float* f = static_cast<float*>(conv_in_.get(count * sizeof(float)));
+          convert_to_float(f, data, tensor.scalar_type(), count);
+          ring_reduce_scatter<float>(run, f, f + blocks.off[r], blocks, div);
+          convert_from_float(data + blocks.off[r] * esize, f + blocks.off[r],
+                             tensor.scalar_type(), blocks.len[r]);
+        }
+      }
+      // The gather moves the tensor's own dtype (bf16 stays 2 bytes).
+      ring_allgather(run, data, blocks.scaled(esize));
+    });
+  }
+
+  WorkPtr broadcast(at::Tensor tensor, int root,
+                    const CollectiveOptions& opts) override {
+    static constexpr const char* op = "broadcast";
+    check_tensor(op, tensor, "tensor");
+    if (root < 0 || root >= size()) {
+      throw CommError(std::string(op) + ": root " + std::to_string(root) +
+                      " is not a group rank (size " + std::to_string(size()) + ")");
+    }
+    if (size() == 1) return completed_work();
+    return submit(op, opts, [this, tensor, root](Run& run) {
+      chain_broadcast(run, static_cast<char*>(tensor.data_ptr()),
+                      tensor.numel() * tensor.element_size(), root);
+    });
+  }
+
+  WorkPtr barrier(const CollectiveOptions& opts) override {
+    if (size() == 1) return completed_work();
+    return submit("barrier", opts, [this](Run& run) { all_to_all_barrier(run); });
+  }
+
+ private:
+  friend class Buf;
+
+  // ------------------------------------------------------------ helpers
+
+  static void copy_bytes(void* dst, const void* src, size_t n) {
+    if (dst != src && n > 0) std::memmove(dst, src, n);
+  }
+
+  void check_tensor(const char* op, const at::Tensor& t, const char* what) const {
+    if (!t.defined()) {
+      throw CommError(std::string(op) + ": " + what + " is an undefined tensor");
+    }
+    if (t.layout() != at::kStrided) {
+      throw CommError(std::string("backend gloo does not support non-strided (sparse) tensors (") +
+                      op + " " + what + ")");
+    }
+    if (!t.device().is_cpu()) {
+      throw CommError("backend gloo does not support " + t.device().str() +
+                      " tensors (" + op + " " + what + ")");
+    }
+    if (!t.is_contiguous()) {
+      throw CommError(std::string("backend gloo does not support non-contiguous tensors (") +
+                      op + " " + what + ")");
+    }
+  }
+
+  void check_reducible(const char* op, const at::Tensor& t) const {
+    switch (t.scalar_type()) {
+      case at::kFloat:
+      case at::kDouble:
+      case at::kBFloat16:
+      case at::kHalf:
+        return;
+      default:
+        throw CommError(std::string("backend gloo does not support ") + op +
+                        " of dtype " + c10::toString(t.scalar_type()) +
+                        " (float32, float64, bfloat16, float16 only)");
+    }
+  }
+
+  std::string describe(const char* op, const std::string& tag) const {
+    std::ostringstream os;
+    os << op << " (tag '" << tag << "') on group '" << spec_.name
+       << "' (global ranks " << ranks_str(spec_.global_ranks)
+       << ") at global rank " << spec_.global_ranks[spec_.rank]
+       << " (group rank " << spec_.rank << ")";
+    return os.str();
+  }
+
+  int global(int group_rank) const { return spec_.global_ranks[group_rank]; }
+
+  WorkPtr submit(const char* op, const CollectiveOptions& opts,
+                 std::function<void(Run&)> fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_.load()) {
+      return failed_work(describe(op, opts.tag) +
+                         " failed: the communicator was aborted by an earlier error: " +
+                         first_error_);
+    }
+    auto work = std::make_shared<GlooWork>();
+    queue_.push_back(Task{op, opts, std::move(fn), work});
+    cv_.notify_one();
+    return work;
+  }
+
+  void worker_loop() {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;  // the destructor fails what is left
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      execute(task);
+    }
+  }
+
+  void execute(Task& task) {
+    if (aborted_.load()) {
+      std::string first;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        first = first_error_;
+      }
+      task.work->finish(std::make_exception_ptr(CommError(
+          describe(task.op, task.opts.tag) +
+          " failed: the communicator was aborted by an earlier error: " + first)));
+      return;
+    }
+    const milliseconds timeout =
+        task.opts.timeout.count() > 0 ? task.opts.timeout : spec_.timeout;
+    Run run{Clock::now() + timeout, timeout, 0};
+    try {
+      run.slot = static_cast<uint64_t>(ctx_->nextSlot());
+      task.fn(run);
+      task.work->finish(nullptr);
+    } catch (const std::exception& e) {
+      std::string msg = describe(task.op, task.opts.tag) + " failed: " + e.what();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (first_error_.empty()) first_error_ = msg;
+        aborted_.store(true);
+      }
+      // Reset every connection of this group: peers blocked on us fail now
+      // rather than at their own deadline. This group is unusable anyway.
+      try {
+        ctx_->closeConnections();
+      } catch (...) {
+      }
+      task.work->finish(std::make_exception_ptr(CommError(msg)));
+    }
+    // Free per-collective scratch of unusual size lazily: kept for reuse.
+  }
+
+  // ----------------------------------------------------- transport ops
+  // Each wraps the gloo call so that errors name the peer.
+
+  void throw_if_stopping() {
+    std::lock_guard<std::mutex> lock(active_mu_);
+    if (stopping_) {
+      throw CommError("aborted: the communicator was destroyed while the collective was in flight");
+    }
+  }
+
+  [[noreturn]] void peer_failure(int peer, const char* what, const std::exception& e,
+                                 const Run& run) {
+    std::string m = e.what();
+    if (m.find("Timed out") != std::string::npos || Clock::now() >= run.deadline) {
+      throw CommError("timed out after " + std::to_string(run.timeout.count()) +
+                      " ms waiting to " + what + " global rank " +
+                      std::to_string(global(peer)) +
+                      " (the peer did not reach this collective, or is stuck): " + m);
+    }
+    throw CommError(std::string("connection to global rank ") +
+                    std::to_string(global(peer)) + " failed while waiting to " +
+                    what + " it (peer exited or crashed?): " + m);
+  }
+
+  void post_send(Buf& b, int peer, uint64_t slot, size_t off, size_t n, const Run& run) {
+    try {
+      b.get()->send(peer, slot, off, n);
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception& e) {
+      peer_failure(peer, "send to", e, run);
+    }
+    bytes_sent_.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  void post_recv(Buf& b, int peer, uint64_t slot, size_t off, size_t n, const Run& run) {
+    try {
+      b.get()->recv(peer, slot, off, n);
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception& e) {
+      peer_failure(peer, "receive from", e, run);
+    }
+  }
+
+  milliseconds remaining(const Run& run, int peer, const char* what) {
+    auto rem = std::chrono::ceil<milliseconds>(run.deadline - Clock::now());
+    if (rem.count() <= 0) {
+      throw CommError("timed out after " + std::to_string(run.timeout.count()) +
+                      " ms waiting to " + what + " global rank " +
+                      std::to_string(global(peer)) +
+                      " (the peer did not reach this collective, or is stuck)");
+    }
+    return rem;
+  }
+
+  // `peer` only names the peer in errors.
+  void wait_recv(Buf& b, int peer, const Run& run) {
+    throw_if_stopping();
+    bool ok = false;
+    try {
+      ok = b.get()->waitRecv(nullptr, remaining(run, peer, "receive from"));
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception& e) {
+      peer_failure(peer, "receive from", e, run);
+    }
+    if (!ok) {
+      throw CommError("aborted: the communicator was destroyed while the collective was in flight");
+    }
+  }
+
+  void wait_send(Buf& b, int peer, const Run& run) {
+    throw_if_stopping();
+    bool ok = false;
+    try {
+      ok = b.get()->waitSend(nullptr, remaining(run, peer, "send to"));
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception& e) {
+      peer_failure(peer, "send to", e, run);
+    }
+    if (!ok) {
+      throw CommError("aborted: the communicator was destroyed while the collective was in flight");
+    }
+  }
+
+  // ------------------------------------------------------- algorithms
+
+  // Ring all-gather in place over `base`: block rank() already holds this
+  // rank's data; afterwards every block holds its owner's data. Byte units.
+  void ring_allgather(Run& run, char* base, const Blocks& blk) {
+    const int n = size(), r = rank();
+    const int left = (r - 1 + n) % n, right = (r + 1) % n;
+    const size_t chunk = spec_.chunk_bytes;
+    if (blk.total == 0) return;
+    Buf buf(*this, base, blk.total);
+    // Receives: step s brings block (r-1-s) from the left, chunk by chunk,
+    // in the order the left neighbour sends them.
+    for (int s = 0; s < n - 1; ++s) {
+      const int b = ((r - 1 - s) % n + n) % n;
+      for_chunks(blk.off[b], blk.len[b], chunk, [&](size_t o, size_t l) {
+        post_recv(buf, left, run.slot, o, l, run);
+      });
+    }
+    size_t sends = 0;
+    for_chunks(blk.off[r], blk.len[r], chunk, [&](size_t o, size_t l) {
+      post_send(buf, right, run.slot, o, l, run);
+      ++sends;
+    });
+    // Step s forwards block (r-s), received during step s-1.
+    for (int s = 1; s < n - 1; ++s) {
+      const int b = ((r - s) % n + n) % n;
+      for_chunks(blk.off[b], blk.len[b], chunk, [&](size_t o, size_t l) {
+        wait_recv(buf, left, run);
+        post_send(buf, right, run.slot, o, l, run);
+        ++sends;
+      });
+    }
+    const int last = (r + 1) % n;  // block of the final step
+    for_chunks(blk.off[last], blk.len[last], chunk,
+               [&](size_t, size_t) { wait_recv(buf, left, run); });
+    for (size_t i = 0; i < sends; ++i) wait_send(buf, right, run);
+  }
+
+  // Ring reduce-scatter: out (len[r] elements) = op over ranks of in's block
+  // r. `in` is only read; out may alias in + off[r]. Element units.
+  template <typename T>
+  void ring_reduce_scatter(Run& run, const T* in, T* out, const Blocks& blk,
+                           int avg_div) {
+    const int n = size(), r = rank();
+    const int left = (r - 1 + n) % n, right = (r + 1) % n;
+    const size_t chunk = std::max<size_t>(1, spec_.chunk_bytes / sizeof(T));
+    auto recv_block = [&](int s) { return ((r - s - 2) % n + 2 * n) % n; };
+    // Scratch: one region per step, receiving the left neighbour's partial.
+    std::vector<size_t> sc_off(n - 1);
+    size_t sc_total = 0;
+    for (int s = 0; s < n - 1; ++s) {
+      sc_off[s] = sc_total;
+      sc_total += blk.len[recv_block(s)];
+    }
+    if (blk.total == 0) return;
+    T* sc = static_cast<T*>(scratch_.get(std::max<size_t>(sc_total, 1) * sizeof(T)));
+    Buf in_buf(*this, const_cast<T*>(in), blk.total * sizeof(T));
+    Buf sc_buf(*this, sc, std::max<size_t>(sc_total, 1) * sizeof(T));
+    for (int s = 0; s < n - 1; ++s) {
+      const int b = recv_block(s);
+      for_chunks(0, blk.len[b], chunk, [&](size_t o, size_t l) {
+        post_recv(sc_buf, left, run.slot, (sc_off[s] + o) * sizeof(T), l * sizeof(T), run);
+      });
+    }
+    size_t in_sends = 0, sc_sends = 0;
+    {
+      const int b = (r - 1 + n) % n;  // step 0 sends own contribution to block r-1
+      for_chunks(blk.off[b], blk.len[b], chunk, [&](size_t o, size_t l) {
+        post_send(in_buf, right, run.slot, o * sizeof(T), l * sizeof(T), run);
+        ++in_sends;
+      });
+    }
+    for (int s = 0; s < n - 1; ++s) {
+      const int b = recv_block(s);
+      T* part = sc + sc_off[s];
+      const T* mine = in + blk.off[b];
+      for_chunks(0, blk.len[b], chunk, [&](size_t o, size_t l) {
+        wait_recv(sc_buf, left, run);
+        if (s < n - 2) {
+          add_into(part + o, mine + o, l);
+          post_send(sc_buf, right, run.slot, (sc_off[s] + o) * sizeof(T), l * sizeof(T), run);
+          ++sc_sends;
+        } else {
+          add_final(out + o, part + o, mine + o, l, avg_div);  // b == r
+        }
+      });
+    }
+    for (size_t i = 0; i < in_sends; ++i) wait_send(in_buf, right, run);
+    for (size_t i = 0; i < sc_sends; ++i) wait_send(sc_buf, right, run);
+  }
+
+  // Pipelined chain root -> root+1 -> ... -> root-1.
+  void chain_broadcast(Run& run, char* data, size_t bytes, int root) {
+    const int n = size(), r = rank();
+    const int pos = (r - root + n) % n;
+    const int prev = (r - 1 + n) % n, next = (r + 1) % n;
+    const size_t chunk = spec_.chunk_bytes;
+    if (bytes == 0) return;
+    Buf buf(*this, data, bytes);
+    size_t sends = 0;
+    if (pos == 0) {
+      for_chunks(0, bytes, chunk, [&](size_t o, size_t l) {
+        post_send(buf, next, run.slot, o, l, run);
+        ++sends;
+      });
+    } else {
+      for_chunks(0, bytes, chunk, [&](size_t o, size_t l) {
+        post_recv(buf, prev, run.slot, o, l, run);
+      });
+      for_chunks(0, bytes, chunk, [&](size_t o, size_t l) {
+        wait_recv(buf, prev, run);
+        if (pos < n - 1) {
+          post_send(buf, next, run.slot, o, l, run);
+          ++sends;
+        }
+      });
+    }
+    for (size_t i = 0; i < sends; ++i) wait_send(buf, next, run);
+  }
+
+  void all_to_all_barrier(Run& run) {
+    const int n = size(), r = rank();
+    char token = 1;
+    std::vector<char> got(n, 0);
+    Buf sbuf(*this, &token, 1);
+    Buf rbuf(*this, got.data(), got.size());
+    for (int p = 0; p < n; ++p) {
+      if (p == r) continue;
+      post_recv(rbuf, p, run.slot, p, 1, run);
+      post_send(sbuf, p, run.slot, 0, 1, run);
+    }
+    // Completions are not tied to a peer; name the lowest missing one.
+    for (int i = 0; i < n - 1; ++i) wait_recv(rbuf, first_missing(got, r), run);
+    for (int i = 0; i < n - 1; ++i) wait_send(sbuf, (r + 1) % n, run);
+  }
+
+  static int first_missing(const std::vector<char>& got, int self) {
+    for (int p = 0; p < static_cast<int>(got.size()); ++p) {
+      if (p != self && !got[p]) return p;
+    }
+    return self == 0 ? 1 : 0;
+  }
+
+  // ------------------------------------------------------------- state
+
+  GlooGroupSpec spec_;
+  std::shared_ptr<gloo::Context> ctx_;
+
+  std::mutex mu_;  // queue_, stop_, first_error_
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stop_ = false;
+  std::string first_error_;
+  std::atomic<bool> aborted_{false};
+  std::atomic<uint64_t> bytes_sent_{0};
+
+  std::mutex active_mu_;  // active_, stopping_
+  std::vector<gloo::transport::UnboundBuffer*> active_;
+  bool stopping_ = false;
+
+  // Worker-thread scratch, reused across collectives.
+  Scratch scratch_, conv_in_, conv_out_;
+
+  std::thread worker_;  // last: started after everything above exists
+};
+
+Buf::Buf(GlooCommunicator& comm, void* ptr, size_t bytes) : comm_(comm) {
+  std::lock_guard<std::mutex> lock(comm_.active_mu_);
+  if (comm_.stopping_) {
+    throw CommError("aborted: the communicator was destroyed while the collective was in flight");
+  }
+  buf_ = comm_.ctx_->createUnboundBuffer(ptr, bytes);
+  comm_.active_.push_back(buf_.get());
+}
+
+Buf::~Buf() {
+  std::lock_guard<std::mutex> lock(comm_.active_mu_);
+  auto& a = comm_.active_;
+  a.erase(std::remove(a.begin(), a.end(), buf_.get()), a.end());
+}
+
+}  // namespace
+
+CommunicatorPtr make_gloo_communicator(GlooGroupSpec spec,
+                                       std::shared_ptr<gloo::Context> context) {
+  return std::make_shared<GlooCommunicator>(std::move(spec), std::move(context));
+}
+
+std::shared_ptr<gloo::Context> gloo_context_of(const Communicator& comm) {
+  if (auto* g = dynamic_cast<const GlooCommunicator*>(&comm)) return g->context();
+  return nullptr;
+}
+
+bool gloo_is_aborted(const Communicator& comm) {
+  if (auto* g = dynamic_cast<const GlooCommunicator*>(&comm)) return g->aborted();
+  return false;
+}
+
+}  // namespace shard::detail

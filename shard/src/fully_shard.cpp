@@ -1,0 +1,166 @@
+#include "shard/fully_shard.h"
+
+#include "registry.h"
+#include "runtime.h"
+
+#include <torch/nn/module.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace shard {
+
+// ---- registry ----
+namespace {
+std::mutex g_registry_mu;
+std::unordered_map<const torch::nn::Module*, UnitRef>& registry() {
+  static std::unordered_map<const torch::nn::Module*, UnitRef> r;
+  return r;
+}
+}  // namespace
+
+void register_unit(const torch::nn::Module* module, Runtime* rt, Unit* unit) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  auto [it, inserted] = registry().emplace(module, UnitRef{rt, unit});
+  if (!inserted && it->second.rt != rt)
+    throw std::invalid_argument("fully_shard: module is already part of another FullyShardedModel");
+  it->second = UnitRef{rt, unit};
+}
+
+void unregister_runtime(Runtime* rt) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  for (auto it = registry().begin(); it != registry().end();)
+    it = it->second.rt == rt ? registry().erase(it) : std::next(it);
+}
+
+UnitRef lookup_unit(const torch::nn::Module* module) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  auto it = registry().find(module);
+  return it == registry().end() ? UnitRef{} : it->second;
+}
+
+at::Tensor forward_unit(const torch::nn::Module& module, const std::function<at::Tensor()>& fn) {
+  UnitRef ref = lookup_unit(&module);
+  if (!ref.rt) return fn();
+  ref.rt->pre_forward(ref.unit);
+  at::Tensor out = fn();
+  return ref.rt->post_forward(ref.unit, std::move(out));
+}
+
+// ---- policy ----
+const char* to_string(ShardingStrategy s) {
+  switch (s) {
+    case ShardingStrategy::kFullShard: return "FULL_SHARD";
+    case ShardingStrategy::kShardGradOp: return "SHARD_GRAD_OP";
+    case ShardingStrategy::kNoShard: return "NO_SHARD";
+    case ShardingStrategy::kHybridShard: return "HYBRID_SHARD";
+  }
+  return "?";
+}
+
+ShardingStrategy parse_sharding_strategy(const std::string& text, const std::string& field) {
+  std::string up = text;
+  std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
+  for (auto s : {ShardingStrategy::kFullShard, ShardingStrategy::kShardGradOp, ShardingStrategy::kNoShard,
+                 ShardingStrategy::kHybridShard})
+    if (up == to_string(s)) return s;
+  throw std::invalid_argument(field + ": unknown sharding strategy '" + text +
+                              "' (expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD)");
+}
+
+void validate(const FullyShardOptions& o, int world_size, int local_world_size) {
+  auto bad = [](const std::string& field, const std::string& why) {
+    throw std::invalid_argument("fully_shard: " + field + ": " + why);
+  };
+  if (world_size < 1) bad("world_size", "must be >= 1, got " + std::to_string(world_size));
+  if (o.limit_all_gathers < 1) bad("limit_all_gathers", "must be >= 1, got " + std::to_string(o.limit_all_gathers));
+  if (o.timeout.count() <= 0) bad("timeout", "must be positive");
+  if (o.wrap.min_num_params < 0) bad("wrap.min_num_params", "must be >= 0");
+  auto check_float = [&](const char* field, at::ScalarType t) {
+    if (t != at::kFloat && t != at::kBFloat16 && t != at::kHalf && t != at::kDouble)
+      bad(field, std::string("must be a floating dtype, got ") + c10::toString(t));
+  };
+  check_float("mixed_precision.param_dtype", o.mixed_precision.param_dtype);
+  check_float("mixed_precision.reduce_dtype", o.mixed_precision.reduce_dtype);
+  check_float("mixed_precision.buffer_dtype", o.mixed_precision.buffer_dtype);
+  if (o.mixed_precision.param_dtype == at::kDouble) bad("mixed_precision.param_dtype", "float64 is not supported");
+  if (o.hybrid_shard_group_size < 0) bad("hybrid_shard_group_size", "must be >= 0");
+  if (o.strategy == ShardingStrategy::kHybridShard) {
+    int g = o.hybrid_shard_group_size > 0 ? o.hybrid_shard_group_size : local_world_size;
+    if (g < 1 || world_size % g != 0)
+      bad("hybrid_shard_group_size", std::to_string(g) + " does not divide the world size " + std::to_string(world_size));
+  } else if (o.hybrid_shard_group_size != 0) {
+    bad("hybrid_shard_group_size", std::string("is only valid with HYBRID_SHARD, strategy is ") + to_string(o.strategy));
+  }
+}
+
+// ---- FullyShardedModel ----
+FullyShardedModel::FullyShardedModel(std::shared_ptr<torch::nn::Module> root, std::shared_ptr<Rendezvous> rdzv,
+                                     FullyShardOptions options)
+    : rt_(std::make_unique<Runtime>(std::move(root), std::move(rdzv), std::move(options))) {}
+
+FullyShardedModel::~FullyShardedModel() = default;
+
+torch::nn::Module& FullyShardedModel::module() { return rt_->module(); }
+const FullyShardOptions& FullyShardedModel::options() const { return rt_->options(); }
+
+std::vector<at::Tensor> FullyShardedModel::parameters() {
+  std::vector<at::Tensor> out;
+  for (auto& u : rt_->units()) out.push_back(u->master());
+  return out;
+}
+
+FullyShardedModel::NoSyncGuard::NoSyncGuard(Runtime* rt) : rt_(rt) { rt_->set_no_sync(true); }
+FullyShardedModel::NoSyncGuard::~NoSyncGuard() { rt_->set_no_sync(false); }
+FullyShardedModel::NoSyncGuard FullyShardedModel::no_sync() { return NoSyncGuard(rt_.get()); }
+
+std::map<std::string, at::Tensor> FullyShardedModel::full_parameters() {
+  rt_->finish_all();
+  std::map<std::string, at::Tensor> out;
+  for (auto& u : rt_->units()) {
+    const bool was_sharded = u->shard_state() != ShardState::kUnsharded;
+    u->wait_unshard();
+    auto values = u->copy_full_params();
+    for (size_t i = 0; i < values.size(); ++i) out[u->layout().entries()[i].name] = values[i];
+    if (was_sharded) u->reshard();
+  }
+  return out;
+}
+
+MemoryStats FullyShardedModel::memory() const {
+  MemoryStats s;
+  for (const auto& u : rt_->units()) {
+    s.sharded_param_bytes += tensor_bytes(const_cast<Unit&>(*u).master());
+    const auto& g = const_cast<Unit&>(*u).master().grad();
+    if (g.defined()) s.sharded_grad_bytes += tensor_bytes(g);
+  }
+  s.unsharded_current_bytes = rt_->memory().current;
+  s.unsharded_peak_bytes = rt_->memory().peak;
+  s.largest_unit_unsharded_bytes = rt_->largest_unit_bytes();
+  s.total_param_numel = rt_->total_param_numel();
+  return s;
+}
+
+void FullyShardedModel::reset_peak_memory() { rt_->memory().reset_peak(); }
+
+std::vector<UnitInfo> FullyShardedModel::units() const {
+  std::vector<UnitInfo> out;
+  for (const auto& u : rt_->units()) {
+    UnitInfo i;
+    i.name = u->name();
+    i.numel = u->layout().numel();
+    i.padded_numel = u->layout().padded_numel();
+    i.shard_numel = u->layout().shard_numel();
+    for (const auto& e : u->layout().entries()) i.param_names.push_back(e.name);
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+CommunicatorPtr FullyShardedModel::shard_group() const { return rt_->shard_group(); }
+CommunicatorPtr FullyShardedModel::replicate_group() const { return rt_->replicate_group(); }
+
+}  // namespace shard

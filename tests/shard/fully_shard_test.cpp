@@ -1,0 +1,351 @@
+// FSDP runtime tests. Every multi-rank case starts real rank processes (this
+// binary, re-executed with GS_RANK_SCENARIO set) talking Gloo on loopback.
+#include "common/spawn.h"
+#include "parity_harness.h"
+#include "shard/fully_shard.h"
+#include "shard/rendezvous.h"
+#include "worker/model.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+shard::FullyShardOptions options_from_env() {
+  shard::FullyShardOptions o;
+  o.strategy = shard::parse_sharding_strategy(env_or("GS_STRATEGY", "FULL_SHARD"));
+  o.wrap = shard::WrapPolicy::by_type<greenshard::BlockImpl>();
+  o.backward_prefetch = env_or("GS_PREFETCH", "1") == "1" ? shard::BackwardPrefetch::kBackwardPre
+                                                          : shard::BackwardPrefetch::kNone;
+  o.forward_prefetch = env_or("GS_PREFETCH", "1") == "1";
+  o.limit_all_gathers = std::stoi(env_or("GS_LIMIT", "2"));
+  o.hybrid_shard_group_size = std::stoi(env_or("GS_HYBRID_G", "0"));
+  o.timeout = std::chrono::milliseconds(std::stoi(env_or("GS_TIMEOUT_MS", "60000")));
+  if (env_or("GS_BF16", "0") == "1") o.mixed_precision.param_dtype = at::kBFloat16;
+  return o;
+}
+
+gstest::TrainSpec spec_from_env() {
+  gstest::TrainSpec s;
+  s.steps = std::stoi(env_or("GS_STEPS", "4"));
+  s.micro_batches = std::stoi(env_or("GS_MICRO", "1"));
+  s.clip = std::stod(env_or("GS_CLIP", "0"));
+  s.bf16 = env_or("GS_BF16", "0") == "1";
+  return s;
+}
+
+// ---- rank scenarios (run in child processes) ----
+int run_scenario(const std::string& name) {
+  try {
+    if (name == "train") {
+      gstest::RankMemory mem;
+      auto r = gstest::fsdp_train(spec_from_env(), options_from_env(), &mem);
+      const std::string out = env_or("GS_OUT", "");
+      const std::string rank = env_or("RANK", "0");
+      if (rank == "0") gstest::save_result(r, out);
+      std::ofstream m(out + ".mem." + rank);
+      m << mem.peak_unsharded << " " << mem.largest_unit << " " << mem.sharded_param_bytes << " " << mem.total_numel
+        << " " << mem.padded_total << "\n";
+      return 0;
+    }
+    if (name == "die_before_collective") {
+      auto info = shard::rendezvous_info_from_env();
+      auto o = options_from_env();
+      auto rdzv = shard::Rendezvous::connect(info, shard::CommunicatorOptions{o.timeout});
+      torch::manual_seed(0);
+      greenshard::GPTConfig c;
+      c.vocab_size = 64; c.block_size = 8; c.n_layer = 2; c.n_head = 2; c.n_embd = 16;
+      greenshard::GPT model(c);
+      shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
+      if (info.rank == 1) {
+        std::cout << "rank 1 exits before the first all-gather" << std::endl;
+        _exit(3);
+      }
+      auto idx = at::zeros({1, 8}, at::kLong);
+      auto loss = model->loss(model->forward(idx), idx);
+      loss.backward();
+      std::cout << "UNEXPECTED: training step completed" << std::endl;
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::cout << "ERROR: " << e.what() << std::endl;
+    return 2;
+  }
+  std::cerr << "unknown scenario " << name << "\n";
+  return 4;
+}
+
+// ---- helpers for the parent ----
+struct Launch {
+  int world = 2;
+  std::map<std::string, std::string> env;
+};
+
+gstest::TrainResult launch_train(const Launch& l, const gstest::TempDir& dir,
+                                 std::vector<std::vector<int64_t>>* mems = nullptr) {
+  gstest::SpawnOptions so;
+  so.world_size = l.world;
+  so.timeout = std::chrono::seconds(240);
+  so.env = l.env;
+  so.env["GS_RANK_SCENARIO"] = "train";
+  so.env["GS_OUT"] = dir.file("result.pt");
+  so.env["OMP_NUM_THREADS"] = "1";
+  auto results = gstest::run_ranks({gstest::self_exe()}, so);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.exit_code, 0) << "rank " << r.rank << " output:\n" << r.output;
+    if (r.exit_code != 0) throw std::runtime_error("rank failed");
+  }
+  if (mems) {
+    for (int rank = 0; rank < l.world; ++rank) {
+      std::ifstream in(dir.file("result.pt.mem." + std::to_string(rank)));
+      std::vector<int64_t> v(5);
+      for (auto& x : v) in >> x;
+      mems->push_back(v);
+    }
+  }
+  return gstest::load_result(dir.file("result.pt"));
+}
+
+double rel_err(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-12);
+}
+
+void expect_parity(const gstest::TrainResult& got, const gstest::TrainResult& ref, double tol) {
+  ASSERT_EQ(got.losses.size(), ref.losses.size());
+  for (size_t i = 0; i < ref.losses.size(); ++i)
+    EXPECT_LE(std::abs(got.losses[i] - ref.losses[i]) / std::abs(ref.losses[i]), tol)
+        << "step " << i << ": " << got.losses[i] << " vs " << ref.losses[i];
+  ASSERT_EQ(got.params.size(), ref.params.size());
+  for (const auto& [name, t] : ref.params) {
+    ASSERT_TRUE(got.params.count(name)) << name;
+    EXPECT_LE(rel_err(got.params.at(name), t), tol) << name;
+  }
+}
+
+const gstest::TrainResult& reference(const gstest::TrainSpec& spec) {
+  static std::map<std::string, gstest::TrainResult> cache;
+  std::string key = std::to_string(spec.steps) + "/" + std::to_string(spec.micro_batches) + "/" +
+                    std::to_string(spec.clip);
+  if (!cache.count(key)) cache[key] = gstest::reference_train(spec);
+  return cache[key];
+}
+
+// ---- parity table ----
+struct ParityCase {
+  const char* sentence;
+  int world;
+  const char* strategy;
+  bool prefetch;
+  int hybrid_g;
+};
+
+class Parity : public ::testing::TestWithParam<ParityCase> {};
+
+TEST_P(Parity, MatchesSingleProcessTraining) {
+  const auto& c = GetParam();
+  SCOPED_TRACE(c.sentence);
+  gstest::TempDir dir;
+  Launch l;
+  l.world = c.world;
+  l.env = {{"GS_STRATEGY", c.strategy}, {"GS_PREFETCH", c.prefetch ? "1" : "0"},
+           {"GS_HYBRID_G", std::to_string(c.hybrid_g)}, {"GS_STEPS", "4"}};
+  gstest::TrainSpec spec;
+  spec.steps = 4;
+  expect_parity(launch_train(l, dir), reference(spec), 1e-5);
+}
+
+const ParityCase kParity[] = {
+    {"one rank, full shard, prefetch", 1, "FULL_SHARD", true, 0},
+    {"two ranks, full shard, prefetch", 2, "FULL_SHARD", true, 0},
+    {"two ranks, full shard, no prefetch", 2, "FULL_SHARD", false, 0},
+    {"four ranks, full shard, prefetch", 4, "FULL_SHARD", true, 0},
+    {"four ranks, full shard, no prefetch", 4, "FULL_SHARD", false, 0},
+    {"one rank, shard grad op", 1, "SHARD_GRAD_OP", true, 0},
+    {"two ranks, shard grad op, prefetch", 2, "SHARD_GRAD_OP", true, 0},
+    {"two ranks, shard grad op, no prefetch", 2, "SHARD_GRAD_OP", false, 0},
+    {"four ranks, shard grad op, prefetch", 4, "SHARD_GRAD_OP", true, 0},
+    {"one rank, no shard", 1, "NO_SHARD", true, 0},
+    {"two ranks, no shard (DDP baseline)", 2, "NO_SHARD", true, 0},
+    {"four ranks, no shard, no prefetch", 4, "NO_SHARD", false, 0},
+    {"four ranks, hybrid shard in two groups of two, prefetch", 4, "HYBRID_SHARD", true, 2},
+    {"four ranks, hybrid shard in two groups of two, no prefetch", 4, "HYBRID_SHARD", false, 2},
+    {"two ranks, hybrid shard with groups of one", 2, "HYBRID_SHARD", true, 1},
+};
+
+std::string case_name(const ::testing::TestParamInfo<ParityCase>& info) {
+  std::string s;
+  for (const char* p = info.param.sentence; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, Parity, ::testing::ValuesIn(kParity), case_name);
+
+TEST(FullyShard, ClippingAndAccumulationMatchSingleProcess) {
+  gstest::TempDir dir;
+  Launch l;
+  l.world = 2;
+  l.env = {{"GS_STRATEGY", "FULL_SHARD"}, {"GS_STEPS", "3"}, {"GS_MICRO", "2"}, {"GS_CLIP", "0.05"}};
+  gstest::TrainSpec spec;
+  spec.steps = 3;
+  spec.micro_batches = 2;
+  spec.clip = 0.05;
+  const auto& ref = reference(spec);
+  auto got = launch_train(l, dir);
+  expect_parity(got, ref, 1e-5);
+  ASSERT_EQ(got.grad_norms.size(), ref.grad_norms.size());
+  for (size_t i = 0; i < ref.grad_norms.size(); ++i) {
+    EXPECT_NEAR(got.grad_norms[i], ref.grad_norms[i], 1e-5 * ref.grad_norms[i]);
+    EXPECT_GT(ref.grad_norms[i], 0.05) << "clipping must actually trigger in this test";
+  }
+}
+
+TEST(FullyShard, Bf16MixedPrecisionTracksFp32LossCurve) {
+  // Stated tolerance: every step's loss within 2% of the fp32 reference.
+  gstest::TempDir dir;
+  Launch l;
+  l.world = 2;
+  l.env = {{"GS_STRATEGY", "FULL_SHARD"}, {"GS_STEPS", "8"}, {"GS_BF16", "1"}};
+  gstest::TrainSpec spec;
+  spec.steps = 8;
+  const auto& ref = reference(spec);
+  auto got = launch_train(l, dir);
+  ASSERT_EQ(got.losses.size(), ref.losses.size());
+  for (size_t i = 0; i < ref.losses.size(); ++i)
+    EXPECT_LE(std::abs(got.losses[i] - ref.losses[i]) / ref.losses[i], 0.02) << "step " << i;
+  EXPECT_LT(got.losses.back(), got.losses.front()) << "bf16 training must reduce the loss";
+  // Master weights stay fp32 and differ from the bf16 rounding of themselves.
+  for (const auto& [name, t] : got.params) EXPECT_EQ(t.scalar_type(), at::kFloat) << name;
+}
+
+TEST(FullyShard, MemoryIsBoundedByRateLimitAndShardedBytesAreOneNth) {
+  for (int limit : {1, 2}) {
+    for (int world : {2, 4}) {
+      SCOPED_TRACE("limit " + std::to_string(limit) + ", world " + std::to_string(world));
+      gstest::TempDir dir;
+      Launch l;
+      l.world = world;
+      l.env = {{"GS_STRATEGY", "FULL_SHARD"}, {"GS_STEPS", "2"}, {"GS_LIMIT", std::to_string(limit)}};
+      std::vector<std::vector<int64_t>> mems;
+      launch_train(l, dir, &mems);
+      for (int r = 0; r < world; ++r) {
+        const auto& m = mems[r];  // peak, largest unit, sharded bytes, total numel, padded total
+        EXPECT_GT(m[0], 0);
+        EXPECT_LE(m[0], (limit + 1) * m[1]) << "rank " << r;
+        EXPECT_EQ(m[2] * world, m[4] * 4) << "sharded fp32 bytes = padded total / N";
+        EXPECT_LT(m[4] - m[3], 4 * world) << "padding below one element per rank per unit";
+      }
+    }
+  }
+}
+
+TEST(FullyShard, RankThatExitsMakesSurvivorsFailClearlyWithinDeadline) {
+  gstest::SpawnOptions so;
+  so.world_size = 2;
+  so.timeout = std::chrono::seconds(120);
+  so.env = {{"GS_RANK_SCENARIO", "die_before_collective"}, {"GS_TIMEOUT_MS", "5000"}};
+  auto results = gstest::run_ranks({gstest::self_exe()}, so);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].exit_code, 3) << results[1].output;
+  const auto& r0 = results[0];
+  EXPECT_FALSE(r0.timed_out);
+  EXPECT_EQ(r0.exit_code, 2) << r0.output;
+  EXPECT_NE(r0.output.find("ERROR:"), std::string::npos) << r0.output;
+  EXPECT_NE(r0.output.find("all_gather"), std::string::npos) << r0.output;
+  EXPECT_NE(r0.output.find("unit '"), std::string::npos) << r0.output;
+  EXPECT_NE(r0.output.find("[0, 1]"), std::string::npos) << r0.output;
+  // Deadline 5 s + 5 s, plus process start-up; a hang would hit 120 s.
+  EXPECT_LT(r0.seconds, 30.0) << r0.output;
+}
+
+TEST(FullyShard, InvalidPolicyValuesAreClearErrors) {
+  struct Bad {
+    const char* sentence;
+    std::function<void(shard::FullyShardOptions&)> set;
+    const char* field;
+  };
+  const Bad cases[] = {
+      {"rate limit of zero", [](auto& o) { o.limit_all_gathers = 0; }, "limit_all_gathers"},
+      {"hybrid group not dividing the world",
+       [](auto& o) { o.strategy = shard::ShardingStrategy::kHybridShard; o.hybrid_shard_group_size = 3; },
+       "hybrid_shard_group_size"},
+      {"hybrid group size without hybrid strategy", [](auto& o) { o.hybrid_shard_group_size = 2; },
+       "hybrid_shard_group_size"},
+      {"integer param dtype", [](auto& o) { o.mixed_precision.param_dtype = at::kInt; },
+       "mixed_precision.param_dtype"},
+      {"zero timeout", [](auto& o) { o.timeout = std::chrono::milliseconds(0); }, "timeout"},
+      {"negative size threshold", [](auto& o) { o.wrap.min_num_params = -1; }, "wrap.min_num_params"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.sentence);
+    shard::FullyShardOptions o;
+    c.set(o);
+    try {
+      shard::validate(o, 4, 4);
+      ADD_FAILURE() << "accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(shard::parse_sharding_strategy("hybrid_shard"), shard::ShardingStrategy::kHybridShard);
+  try {
+    shard::parse_sharding_strategy("FULLSHARD", "sharding.strategy");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("sharding.strategy"), std::string::npos);
+  }
+}
+
+TEST(FullyShard, UnitsFollowTheWrapPolicyAndSharedParametersLiveOnce) {
+  // One rank in-process (a real one-member Gloo group).
+  gstest::TempDir dir;
+  shard::RendezvousInfo info{"127.0.0.1", gstest::free_port(), 0, 1, 0, 1};
+  auto rdzv = shard::Rendezvous::connect(info);
+  torch::manual_seed(0);
+  greenshard::GPTConfig c;
+  c.vocab_size = 64; c.block_size = 8; c.n_layer = 2; c.n_head = 2; c.n_embd = 16;
+  {
+    greenshard::GPT model(c);
+    shard::FullyShardOptions o;
+    o.wrap = shard::WrapPolicy::by_type<greenshard::BlockImpl>();
+    shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
+    auto units = fsdp.units();
+    ASSERT_EQ(units.size(), 3u);
+    EXPECT_EQ(units[0].name, "");
+    EXPECT_EQ(units[1].name, "h.0");
+    EXPECT_EQ(units[2].name, "h.1");
+    int64_t total = 0;
+    for (const auto& u : units) total += u.numel;
+    EXPECT_EQ(total, greenshard::num_parameters(c));
+    // wte (also the lm_head) is in the root once.
+    EXPECT_EQ(std::count(units[0].param_names.begin(), units[0].param_names.end(), "wte.weight"), 1);
+  }
+  {
+    greenshard::GPT model(c);
+    shard::FullyShardOptions o;
+    o.wrap = shard::WrapPolicy::size_based(3000);  // a block has 12*16*16+13*16 = 3280
+    shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
+    auto units = fsdp.units();
+    ASSERT_EQ(units.size(), 3u);
+    EXPECT_EQ(units[1].name, "h.0");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const char* s = std::getenv("GS_RANK_SCENARIO")) return run_scenario(s);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

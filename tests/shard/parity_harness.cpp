@@ -1,0 +1,139 @@
+#include "parity_harness.h"
+
+#include "shard/fully_shard.h"
+#include "shard/rendezvous.h"
+#include "worker/model.h"
+
+#include <torch/torch.h>
+
+#include <fstream>
+#include <stdexcept>
+
+namespace gstest {
+namespace {
+
+greenshard::GPTConfig tiny_config() {
+  greenshard::GPTConfig c;
+  c.vocab_size = 64;
+  c.block_size = 16;
+  c.n_layer = 3;
+  c.n_head = 2;
+  c.n_embd = 32;
+  return c;
+}
+
+greenshard::GPT make_model() {
+  torch::manual_seed(1234);
+  return greenshard::GPT(tiny_config());
+}
+
+// Global batch of step `step`: (idx, targets), each (global_batch, seq).
+std::pair<at::Tensor, at::Tensor> make_batch(const TrainSpec& spec, int step) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1000 + step);
+  auto idx = at::randint(0, 64, {spec.global_batch, spec.seq + 1}, gen, at::kLong);
+  return {idx.narrow(1, 0, spec.seq).contiguous(), idx.narrow(1, 1, spec.seq).contiguous()};
+}
+
+torch::optim::AdamW make_optimizer(std::vector<at::Tensor> params, const TrainSpec& spec) {
+  return torch::optim::AdamW(std::move(params), torch::optim::AdamWOptions(spec.lr).weight_decay(0.1));
+}
+
+}  // namespace
+
+TrainResult reference_train(const TrainSpec& spec) {
+  auto model = make_model();
+  if (spec.bf16) throw std::invalid_argument("reference_train: fp32 only");
+  auto opt = make_optimizer(model->parameters(), spec);
+  TrainResult r;
+  const int rows = spec.global_batch / spec.micro_batches;
+  for (int step = 0; step < spec.steps; ++step) {
+    auto [idx, tgt] = make_batch(spec, step);
+    opt.zero_grad();
+    double total = 0;
+    for (int m = 0; m < spec.micro_batches; ++m) {
+      auto loss = model->loss(model->forward(idx.narrow(0, m * rows, rows)), tgt.narrow(0, m * rows, rows)) /
+                  spec.micro_batches;
+      loss.backward();
+      total += loss.item<double>();
+    }
+    r.losses.push_back(total);
+    if (spec.clip > 0) r.grad_norms.push_back(torch::nn::utils::clip_grad_norm_(model->parameters(), spec.clip));
+    opt.step();
+  }
+  for (const auto& p : model->named_parameters()) r.params[p.key()] = p.value().detach().clone();
+  return r;
+}
+
+TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& options, RankMemory* mem) {
+  auto info = shard::rendezvous_info_from_env();
+  auto rdzv = shard::Rendezvous::connect(info, shard::CommunicatorOptions{options.timeout});
+  auto model = make_model();
+  shard::FullyShardedModel fsdp(model.ptr(), rdzv, options);
+  auto opt = make_optimizer(fsdp.parameters(), spec);
+  const int world = info.world_size, rank = info.rank;
+  const int rows = spec.global_batch / spec.micro_batches;  // per micro-batch, all ranks
+  if (rows % world != 0) throw std::invalid_argument("micro-batch rows not divisible by world size");
+  const int mine = rows / world;
+  TrainResult r;
+  for (int step = 0; step < spec.steps; ++step) {
+    auto [idx, tgt] = make_batch(spec, step);
+    opt.zero_grad();
+    double total = 0;
+    for (int m = 0; m < spec.micro_batches; ++m) {
+      auto x = idx.narrow(0, m * rows + rank * mine, mine);
+      auto y = tgt.narrow(0, m * rows + rank * mine, mine);
+      auto loss = model->loss(model->forward(x), y) / spec.micro_batches;
+      if (m + 1 < spec.micro_batches) {
+        auto guard = fsdp.no_sync();
+        loss.backward();
+      } else {
+        loss.backward();
+      }
+      total += loss.item<double>();
+    }
+    // Global mean loss for the log.
+    at::Tensor l = at::full({1}, total, at::kDouble);
+    rdzv->world()->all_reduce(l, shard::ReduceOp::kAvg)->wait();
+    r.losses.push_back(l.item<double>());
+    if (spec.clip > 0) r.grad_norms.push_back(fsdp.clip_grad_norm(spec.clip));
+    opt.step();
+  }
+  auto stats = fsdp.memory();
+  if (mem) {
+    mem->peak_unsharded = stats.unsharded_peak_bytes;
+    mem->largest_unit = stats.largest_unit_unsharded_bytes;
+    mem->sharded_param_bytes = stats.sharded_param_bytes;
+    mem->total_numel = stats.total_param_numel;
+    for (const auto& u : fsdp.units()) mem->padded_total += u.padded_numel;
+  }
+  r.params = fsdp.full_parameters();
+  rdzv->world()->barrier()->wait();
+  return r;
+}
+
+void save_result(const TrainResult& r, const std::string& path) {
+  std::vector<at::Tensor> tensors;
+  tensors.push_back(at::tensor(r.losses, at::kDouble));
+  tensors.push_back(at::tensor(r.grad_norms.empty() ? std::vector<double>{} : r.grad_norms, at::kDouble));
+  for (const auto& [name, t] : r.params) tensors.push_back(t);
+  torch::save(tensors, path);
+  std::ofstream names(path + ".names");
+  for (const auto& [name, t] : r.params) names << name << "\n";
+}
+
+TrainResult load_result(const std::string& path) {
+  std::vector<at::Tensor> tensors;
+  torch::load(tensors, path);
+  std::ifstream names(path + ".names");
+  TrainResult r;
+  auto to_vec = [](const at::Tensor& t) {
+    return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  };
+  r.losses = to_vec(tensors.at(0));
+  r.grad_norms = to_vec(tensors.at(1));
+  std::string name;
+  for (size_t i = 2; i < tensors.size() && std::getline(names, name); ++i) r.params[name] = tensors[i];
+  return r;
+}
+
+}  // namespace gstest

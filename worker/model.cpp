@@ -1,0 +1,228 @@
+#include "worker/model.h"
+
+#include "shard/fully_shard.h"
+
+#include <ATen/core/Reduction.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace greenshard {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& field, const std::string& what) {
+  throw std::invalid_argument("GPTConfig." + field + ": " + what);
+}
+
+// Dropout only when it does something: no RNG draws, no extra kernels at p=0.
+at::Tensor maybe_dropout(const at::Tensor& x, double p, bool train) {
+  return (train && p > 0.0) ? at::dropout(x, p, train) : x;
+}
+
+}  // namespace
+
+void validate(const GPTConfig& c) {
+  if (c.vocab_size <= 0) bad("vocab_size", "must be positive, got " + std::to_string(c.vocab_size));
+  if (c.block_size <= 0) bad("block_size", "must be positive, got " + std::to_string(c.block_size));
+  if (c.n_layer <= 0) bad("n_layer", "must be positive, got " + std::to_string(c.n_layer));
+  if (c.n_head <= 0) bad("n_head", "must be positive, got " + std::to_string(c.n_head));
+  if (c.n_embd <= 0) bad("n_embd", "must be positive, got " + std::to_string(c.n_embd));
+  if (c.n_embd % c.n_head != 0) {
+    bad("n_embd", "must be divisible by n_head (" + std::to_string(c.n_embd) + " % " +
+                      std::to_string(c.n_head) + " != 0)");
+  }
+  if (!(c.dropout >= 0.0 && c.dropout < 1.0)) {
+    bad("dropout", "must be in [0, 1), got " + std::to_string(c.dropout));
+  }
+}
+
+int64_t num_parameters(const GPTConfig& c) {
+  validate(c);
+  const int64_t C = c.n_embd;
+  const int64_t per_block = 2 * C                 // ln_1
+                            + C * 3 * C + 3 * C   // attn.c_attn
+                            + C * C + C           // attn.c_proj
+                            + 2 * C               // ln_2
+                            + C * 4 * C + 4 * C   // mlp.c_fc
+                            + 4 * C * C + C;      // mlp.c_proj
+  return c.vocab_size * C      // wte (= lm_head)
+         + c.block_size * C    // wpe
+         + c.n_layer * per_block
+         + 2 * C;              // ln_f
+}
+
+double flops_per_token(const GPTConfig& c, int64_t seq_len) {
+  if (seq_len <= 0) {
+    throw std::invalid_argument("flops_per_token: seq_len must be positive, got " +
+                                std::to_string(seq_len));
+  }
+  const double N = static_cast<double>(num_parameters(c) - c.block_size * c.n_embd);
+  const double L = static_cast<double>(c.n_layer);
+  const double H = static_cast<double>(c.n_head);
+  const double Q = static_cast<double>(c.n_embd / c.n_head);
+  const double T = static_cast<double>(seq_len);
+  return 6.0 * N + 12.0 * L * H * Q * T;
+}
+
+at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) {
+  if (logits.dim() != 3) {
+    throw std::invalid_argument("loss: logits must be (B, T, V), got dim " +
+                                std::to_string(logits.dim()));
+  }
+  if (targets.dim() != 2 || targets.size(0) != logits.size(0) ||
+      targets.size(1) != logits.size(1)) {
+    throw std::invalid_argument("loss: targets must be (B, T) matching logits");
+  }
+  const int64_t V = logits.size(2);
+  // (B, T, V) -> (B*T, V), fp32 for a stable log-softmax whatever the dtype.
+  at::Tensor flat = logits.reshape({-1, V}).to(at::kFloat);
+  // (B, T) -> (B*T)
+  at::Tensor tgt = targets.reshape({-1}).to(at::kLong);
+  // (B*T, V), (B*T) -> () mean over non-ignored positions
+  return at::cross_entropy_loss(flat, tgt, /*weight=*/{}, at::Reduction::Mean,
+                                /*ignore_index=*/-1);
+}
+
+// ---------------------------------------------------------------------------
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GPTConfig& c)
+    : n_head_(c.n_head), n_embd_(c.n_embd), dropout_(c.dropout) {
+  c_attn = register_module("c_attn", torch::nn::Linear(c.n_embd, 3 * c.n_embd));
+  c_proj = register_module("c_proj", torch::nn::Linear(c.n_embd, c.n_embd));
+}
+
+at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
+  return shard::forward_unit(*this, [&] {
+    const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+    const int64_t nh = n_head_, hs = C / n_head_;
+    // (B, T, C) -> (B, T, 3C)
+    at::Tensor qkv = c_attn->forward(x);
+    // (B, T, 3C) -> 3 x (B, T, C)
+    auto parts = qkv.split(n_embd_, /*dim=*/2);
+    // (B, T, C) -> (B, T, nh, hs) -> (B, nh, T, hs)
+    at::Tensor q = parts[0].view({B, T, nh, hs}).transpose(1, 2);
+    at::Tensor k = parts[1].view({B, T, nh, hs}).transpose(1, 2);
+    at::Tensor v = parts[2].view({B, T, nh, hs}).transpose(1, 2);
+    // (B, nh, T, hs) @ (B, nh, hs, T) -> (B, nh, T, T)
+    at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hs)));
+    // (T, T) bool, true above the diagonal: key position > query position
+    at::Tensor future = at::ones({T, T}, x.options().dtype(at::kBool)).triu(1);
+    // (B, nh, T, T), future keys -> -inf
+    att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+    // (B, nh, T, T) softmax over keys in fp32, back to the compute dtype
+    att = at::softmax(att, -1);
+    att = maybe_dropout(att, dropout_, is_training());
+    // (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
+    at::Tensor y = at::matmul(att, v);
+    // (B, nh, T, hs) -> (B, T, nh, hs) -> (B, T, C)
+    y = y.transpose(1, 2).contiguous().view({B, T, C});
+    // (B, T, C) -> (B, T, C)
+    y = c_proj->forward(y);
+    return maybe_dropout(y, dropout_, is_training());
+  });
+}
+
+MLPImpl::MLPImpl(const GPTConfig& c) : dropout_(c.dropout) {
+  c_fc = register_module("c_fc", torch::nn::Linear(c.n_embd, 4 * c.n_embd));
+  c_proj = register_module("c_proj", torch::nn::Linear(4 * c.n_embd, c.n_embd));
+}
+
+at::Tensor MLPImpl::forward(const at::Tensor& x) {
+  return shard::forward_unit(*this, [&] {
+    // (B, T, C) -> (B, T, 4C)
+    at::Tensor y = c_fc->forward(x);
+    // (B, T, 4C) -> (B, T, 4C)
+    y = at::gelu(y, "tanh");
+    // (B, T, 4C) -> (B, T, C)
+    y = c_proj->forward(y);
+    return maybe_dropout(y, dropout_, is_training());
+  });
+}
+
+BlockImpl::BlockImpl(const GPTConfig& c) {
+  ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
+  attn = register_module("attn", CausalSelfAttention(c));
+  ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
+  mlp = register_module("mlp", MLP(c));
+}
+
+at::Tensor BlockImpl::forward(const at::Tensor& x) {
+  return shard::forward_unit(*this, [&] {
+    // (B, T, C) -> (B, T, C)
+    at::Tensor y = x + attn->forward(ln_1->forward(x));
+    // (B, T, C) -> (B, T, C)
+    return y + mlp->forward(ln_2->forward(y));
+  });
+}
+
+GPTImpl::GPTImpl(const GPTConfig& c) : config_(c) {
+  validate(c);
+  wte = register_module("wte", torch::nn::Embedding(c.vocab_size, c.n_embd));
+  wpe = register_module("wpe", torch::nn::Embedding(c.block_size, c.n_embd));
+  h = register_module("h", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.n_layer; ++i) h->push_back(Block(c));
+  ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
+  init_weights();
+}
+
+void GPTImpl::init_weights() {
+  torch::NoGradGuard no_grad;
+  // Modules in registration (pre-)order, so the RNG draws are deterministic.
+  for (const auto& m : modules(/*include_self=*/false)) {
+    if (auto* lin = m->as<torch::nn::LinearImpl>()) {
+      lin->weight.normal_(0.0, 0.02);
+      if (lin->bias.defined()) lin->bias.zero_();
+    } else if (auto* emb = m->as<torch::nn::EmbeddingImpl>()) {
+      emb->weight.normal_(0.0, 0.02);
+    } else if (auto* ln = m->as<torch::nn::LayerNormImpl>()) {
+      ln->weight.fill_(1.0);
+      ln->bias.zero_();
+    }
+  }
+  // Residual projections: scaled so the residual stream's variance does not
+  // grow with depth (GPT-2 paper).
+  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config_.n_layer));
+  for (const auto& b : *h) {
+    auto* block = b->as<BlockImpl>();
+    block->attn->c_proj->weight.normal_(0.0, proj_std);
+    block->mlp->c_proj->weight.normal_(0.0, proj_std);
+  }
+}
+
+at::Tensor GPTImpl::forward(const at::Tensor& idx) {
+  return shard::forward_unit(*this, [&] {
+    if (idx.dim() != 2) {
+      throw std::invalid_argument("GPT::forward: idx must be (B, T), got dim " +
+                                  std::to_string(idx.dim()));
+    }
+    const int64_t T = idx.size(1);
+    if (T > config_.block_size) {
+      throw std::invalid_argument("GPT::forward: sequence length " + std::to_string(T) +
+                                  " exceeds block_size " + std::to_string(config_.block_size));
+    }
+    // (T) position ids 0..T-1
+    at::Tensor pos = at::arange(T, idx.options().dtype(at::kLong));
+    // (B, T) -> (B, T, C)
+    at::Tensor tok_emb = wte->forward(idx);
+    // (T) -> (T, C)
+    at::Tensor pos_emb = wpe->forward(pos);
+    // (B, T, C) + (T, C) -> (B, T, C)
+    at::Tensor x = maybe_dropout(tok_emb + pos_emb, config_.dropout, is_training());
+    // n_layer x ((B, T, C) -> (B, T, C))
+    for (const auto& b : *h) x = b->as<BlockImpl>()->forward(x);
+    // (B, T, C) -> (B, T, C)
+    x = ln_f->forward(x);
+    // (B, T, C) @ (C, V) -> (B, T, V), lm_head tied to wte
+    return at::linear(x, wte->weight);
+  });
+}
+
+at::Tensor GPTImpl::loss(const at::Tensor& logits, const at::Tensor& targets) const {
+  return greenshard::loss(logits, targets);
+}
+
+}  // namespace greenshard

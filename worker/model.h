@@ -1,0 +1,140 @@
+// GPT-2-style decoder-only transformer (nanoGPT / llm.c layout) on LibTorch
+// C++ modules.
+//
+// Module tree and parameter names (as in HF GPT-2 / nanoGPT):
+//   wte                    Embedding(vocab_size, n_embd)  (also the lm_head)
+//   wpe                    Embedding(block_size, n_embd)
+//   h.<i>.ln_1             LayerNorm(n_embd)
+//   h.<i>.attn.c_attn      Linear(n_embd, 3*n_embd)   fused q,k,v
+//   h.<i>.attn.c_proj      Linear(n_embd, n_embd)     residual projection
+//   h.<i>.ln_2             LayerNorm(n_embd)
+//   h.<i>.mlp.c_fc         Linear(n_embd, 4*n_embd)
+//   h.<i>.mlp.c_proj       Linear(4*n_embd, n_embd)   residual projection
+//   ln_f                   LayerNorm(n_embd)
+// The lm_head is tied to wte: logits = ln_f(x) @ wte.weight^T, so the weight
+// exists once and receives both gradient contributions.
+//
+// Sharding: GPTImpl, BlockImpl, CausalSelfAttentionImpl and MLPImpl run their
+// forward bodies through shard::forward_unit, so any of them may be an FSDP
+// unit. (Leaf Linear/Embedding/LayerNorm modules cannot be units.) Parameters
+// are read from the submodules at every forward, never cached.
+//
+// Precision: forward works with fp32 or bf16 parameters (CPU, LibTorch 1.13).
+// Attention softmax is computed in fp32 and cast back; loss() always computes
+// the cross-entropy in fp32.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+
+namespace greenshard {
+
+struct GPTConfig {
+  int64_t vocab_size = 50257;
+  int64_t block_size = 1024;  // maximum context length
+  int64_t n_layer = 12;
+  int64_t n_head = 12;
+  int64_t n_embd = 768;
+  double dropout = 0.0;  // attention, residual and embedding dropout (train only)
+};
+
+// Throws std::invalid_argument naming the offending field ("vocab_size",
+// "block_size", "n_layer", "n_head", "n_embd", "dropout"): nonpositive sizes,
+// n_embd not divisible by n_head, dropout outside [0, 1).
+void validate(const GPTConfig& config);
+
+// Exact number of parameters of GPT(config); the tied wte/lm_head weight is
+// counted once: L*(12*C^2 + 13*C) + (V + block_size)*C + 2*C.
+int64_t num_parameters(const GPTConfig& config);
+
+// Training FLOPs per token at context length seq_len (PaLM appendix B /
+// nanoGPT estimate_mfu): 6*N + 12*L*H*Q*T with H*Q = n_embd, T = seq_len, and
+// N = num_parameters minus the position embedding (it does no matmul; the
+// tied wte does, as the lm_head).
+double flops_per_token(const GPTConfig& config, int64_t seq_len);
+
+// Mean cross-entropy of logits (B, T, V) against targets (B, T) (int64),
+// computed in fp32 whatever the logits' dtype. Targets equal to -1 are ignored.
+at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets);
+
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  explicit CausalSelfAttentionImpl(const GPTConfig& config);
+  // (B, T, C) -> (B, T, C)
+  at::Tensor forward(const at::Tensor& x);
+
+  torch::nn::Linear c_attn{nullptr};
+  torch::nn::Linear c_proj{nullptr};
+
+ private:
+  int64_t n_head_;
+  int64_t n_embd_;
+  double dropout_;
+};
+TORCH_MODULE(CausalSelfAttention);
+
+class MLPImpl : public torch::nn::Module {
+ public:
+  explicit MLPImpl(const GPTConfig& config);
+  // (B, T, C) -> (B, T, C)
+  at::Tensor forward(const at::Tensor& x);
+
+  torch::nn::Linear c_fc{nullptr};
+  torch::nn::Linear c_proj{nullptr};
+
+ private:
+  double dropout_;
+};
+TORCH_MODULE(MLP);
+
+// One transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+class BlockImpl : public torch::nn::Module {
+ public:
+  explicit BlockImpl(const GPTConfig& config);
+  // (B, T, C) -> (B, T, C)
+  at::Tensor forward(const at::Tensor& x);
+
+  torch::nn::LayerNorm ln_1{nullptr};
+  CausalSelfAttention attn{nullptr};
+  torch::nn::LayerNorm ln_2{nullptr};
+  MLP mlp{nullptr};
+};
+TORCH_MODULE(Block);
+
+class GPTImpl : public torch::nn::Module {
+ public:
+  // Validates the config and initializes the weights GPT-2 style (normal(0,
+  // 0.02), zero biases, c_proj weights normal(0, 0.02/sqrt(2*n_layer)),
+  // LayerNorm 1/0) from the global torch RNG: deterministic given
+  // torch::manual_seed.
+  explicit GPTImpl(const GPTConfig& config);
+
+  // idx (B, T) int64 token ids, T <= block_size -> logits (B, T, vocab_size)
+  // in the parameters' dtype.
+  at::Tensor forward(const at::Tensor& idx);
+
+  // Same as greenshard::loss.
+  at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) const;
+
+  const GPTConfig& config() const { return config_; }
+
+  torch::nn::Embedding wte{nullptr};
+  torch::nn::Embedding wpe{nullptr};
+  torch::nn::ModuleList h{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+
+ private:
+  void init_weights();
+
+  GPTConfig config_;
+};
+TORCH_MODULE(GPT);
+
+}  // namespace greenshard
