@@ -114,7 +114,7 @@ at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
     // (B, nh, T, T), future keys -> -inf
     att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
     // (B, nh, T, T) softmax over keys in fp32, back to the compute dtype
-    att = at::softmax(att, -1);
+    att = at::softmax(att, -1, at::kFloat).to(x.scalar_type());
     att = maybe_dropout(att, dropout_, is_training());
     // (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
     at::Tensor y = at::matmul(att, v);

@@ -132,6 +132,20 @@ TEST(GPTModel, CausalAttention) {
   EXPECT_TRUE(at::allclose(prefix, base.slice(1, 0, 5), 1e-5, 1e-6));
 }
 
+TEST(GPTModel, MlpUsesTanhGelu) {
+  torch::manual_seed(0);
+  GPTConfig c = tiny();
+  MLP mlp(c);
+  torch::NoGradGuard ng;
+  at::Tensor x = at::randn({2, 5, c.n_embd});
+  at::Tensor hidden = mlp->c_fc->forward(x);  // (B, T, 4C)
+  at::Tensor want = mlp->c_proj->forward(at::gelu(hidden, "tanh"));
+  at::Tensor erf = mlp->c_proj->forward(at::gelu(hidden));
+  at::Tensor got = mlp->forward(x);
+  EXPECT_TRUE(at::allclose(got, want, 1e-6, 1e-7));
+  EXPECT_FALSE(at::allclose(got, erf, 1e-6, 1e-7));
+}
+
 TEST(GPTModel, SameSeedSameParameters) {
   GPTConfig c = tiny();
   torch::manual_seed(42);
