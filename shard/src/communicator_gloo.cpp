@@ -13,7 +13,8 @@
 //  * all_gather_into: ring, (n-1)/n*T sent per rank, chunk-pipelined.
 //  * reduce_scatter: ring, (n-1)/n*T sent per rank; partial sums go to a
 //    scratch buffer (the input is never written); the reduction of chunk k
-//    overlaps the transfer of chunk k+1. bf16/fp16 are reduced in fp32.
+//    overlaps the transfer of chunk k+1. bf16/fp16 accumulate in fp32: the
+//    first hop sends the input as it is, later hops send fp32 partial sums.
 //  * all_reduce: reduce_scatter + all_gather (in place).
 //  * broadcast: pipelined chain from the root.
 //  * barrier: one byte to and from every peer.
@@ -35,6 +36,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 namespace shard::detail {
 namespace {
@@ -117,48 +119,65 @@ class Scratch {
 // ---------------------------------------------------------------------------
 // Element kernels.
 
+// Accumulation type: low-precision floats are reduced in fp32.
 template <typename T>
-void add_into(T* __restrict acc, const T* __restrict x, size_t n) {
-  for (size_t i = 0; i < n; ++i) acc[i] += x[i];
+struct Acc {
+  using type = T;
+};
+template <>
+struct Acc<c10::BFloat16> {
+  using type = float;
+};
+template <>
+struct Acc<c10::Half> {
+  using type = float;
+};
+template <typename T>
+using acc_t = typename Acc<T>::type;
+
+inline float widen(float x) { return x; }
+inline double widen(double x) { return x; }
+inline float widen(c10::Half x) { return static_cast<float>(x); }
+inline float widen(c10::BFloat16 x) {
+  const uint32_t u = static_cast<uint32_t>(x.x) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
 }
 
-// out may alias x (in-place all_reduce), never s.
 template <typename T>
-void add_final(T* out, const T* __restrict s, const T* x, size_t n, int avg_div) {
-  if (avg_div > 1) {
-    const T d = static_cast<T>(avg_div);
-    for (size_t i = 0; i < n; ++i) out[i] = (s[i] + x[i]) / d;
+T narrow(acc_t<T> a) {
+  if constexpr (std::is_same_v<T, c10::BFloat16>) {
+    uint32_t u;
+    std::memcpy(&u, &a, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      return c10::BFloat16(0x7fc0, c10::BFloat16::from_bits());  // NaN
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+    return c10::BFloat16(static_cast<uint16_t>(u >> 16), c10::BFloat16::from_bits());
   } else {
-    for (size_t i = 0; i < n; ++i) out[i] = s[i] + x[i];
+    return static_cast<T>(a);
   }
 }
 
-template <typename Low>
-void to_float(float* __restrict dst, const Low* __restrict src, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+// acc[i] = r[i] + m[i] in the accumulation type. acc may alias r (same
+// type), never m.
+template <typename A, typename R, typename T>
+void reduce_to_acc(A* acc, const R* r, const T* __restrict m, size_t n) {
+  for (size_t i = 0; i < n; ++i) acc[i] = widen(r[i]) + widen(m[i]);
 }
 
-template <typename Low>
-void from_float(Low* __restrict dst, const float* __restrict src, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<Low>(src[i]);
-}
-
-void convert_to_float(float* dst, const void* src, at::ScalarType t, size_t n) {
-  if (t == at::kBFloat16)
-    to_float(dst, static_cast<const c10::BFloat16*>(src), n);
-  else
-    to_float(dst, static_cast<const c10::Half*>(src), n);
-}
-
-void convert_from_float(void* dst, const float* src, at::ScalarType t, size_t n) {
-  if (t == at::kBFloat16)
-    from_float(static_cast<c10::BFloat16*>(dst), src, n);
-  else
-    from_float(static_cast<c10::Half*>(dst), src, n);
-}
-
-bool is_low_precision(at::ScalarType t) {
-  return t == at::kBFloat16 || t == at::kHalf;
+// out[i] = (r[i] + m[i]) / div, accumulated in acc_t<T>, stored as T. out
+// may alias m (in-place all_reduce), never r.
+template <typename T, typename R>
+void reduce_final(T* out, const R* __restrict r, const T* m, size_t n, int div) {
+  using A = acc_t<T>;
+  if (div > 1) {
+    const A d = static_cast<A>(div);
+    for (size_t i = 0; i < n; ++i) out[i] = narrow<T>((widen(r[i]) + widen(m[i])) / d);
+  } else {
+    for (size_t i = 0; i < n; ++i) out[i] = narrow<T>(widen(r[i]) + widen(m[i]));
+  }
 }
 
 // Blocks of a flat buffer: block i = [off[i], off[i] + len[i]).
@@ -357,21 +376,20 @@ class GlooCommunicator final : public Communicator {
       const auto blocks = Blocks::uniform(size(), count);
       switch (input.scalar_type()) {
         case at::kFloat:
-          ring_reduce_scatter<float>(run, input.data_ptr<float>(),
-                                     output.data_ptr<float>(), blocks, div);
+          ring_reduce_scatter<float>(run, input.data_ptr<float>(), output.data_ptr<float>(),
+                                     blocks, div);
           break;
         case at::kDouble:
-          ring_reduce_scatter<double>(run, input.data_ptr<double>(),
-                                      output.data_ptr<double>(), blocks, div);
+          ring_reduce_scatter<double>(run, input.data_ptr<double>(), output.data_ptr<double>(),
+                                      blocks, div);
           break;
-        default: {  // bf16 / fp16: accumulate in fp32
-          const size_t total = input.numel();
-          float* in32 = static_cast<float*>(conv_in_.get(total * sizeof(float)));
-          float* out32 = static_cast<float*>(conv_out_.get(count * sizeof(float)));
-          convert_to_float(in32, input.data_ptr(), input.scalar_type(), total);
-          ring_reduce_scatter<float>(run, in32, out32, blocks, div);
-          convert_from_float(output.data_ptr(), out32, output.scalar_type(), count);
-        }
+        case at::kBFloat16:
+          ring_reduce_scatter<c10::BFloat16>(run, input.data_ptr<c10::BFloat16>(),
+                                             output.data_ptr<c10::BFloat16>(), blocks, div);
+          break;
+        default:
+          ring_reduce_scatter<c10::Half>(run, input.data_ptr<c10::Half>(),
+                                         output.data_ptr<c10::Half>(), blocks, div);
       }
     });
   }
@@ -384,29 +402,25 @@ class GlooCommunicator final : public Communicator {
     if (size() == 1) return completed_work();
     return submit(op, opts, [this, tensor, rop](Run& run) {
       const size_t count = tensor.numel();
-      const int n = size(), r = rank();
+      const int n = size();
       const int div = rop == ReduceOp::kAvg ? n : 1;
       const auto blocks = Blocks::split(n, count);
       const size_t esize = tensor.element_size();
       char* data = static_cast<char*>(tensor.data_ptr());
+      // Reduce-scatter into this rank's block of the tensor itself (in[r]
+      // is read only at the last step, elementwise), then gather in place.
       switch (tensor.scalar_type()) {
-        case at::kFloat: {
-          float* p = tensor.data_ptr<float>();
-          ring_reduce_scatter<float>(run, p, p + blocks.off[r], blocks, div);
+        case at::kFloat:
+          in_place_reduce_scatter<float>(run, tensor, blocks, div);
           break;
-        }
-        case at::kDouble: {
-          double* p = tensor.data_ptr<double>();
-          ring_reduce_scatter<double>(run, p, p + blocks.off[r], blocks, div);
+        case at::kDouble:
+          in_place_reduce_scatter<double>(run, tensor, blocks, div);
           break;
-        }
-        default: {
-          float* f = static_cast<float*>(conv_in_.get(count * sizeof(float)));
-          convert_to_float(f, data, tensor.scalar_type(), count);
-          ring_reduce_scatter<float>(run, f, f + blocks.off[r], blocks, div);
-          convert_from_float(data + blocks.off[r] * esize, f + blocks.off[r],
-                             tensor.scalar_type(), blocks.len[r]);
-        }
+        case at::kBFloat16:
+          in_place_reduce_scatter<c10::BFloat16>(run, tensor, blocks, div);
+          break;
+        default:
+          in_place_reduce_scatter<c10::Half>(run, tensor, blocks, div);
       }
       // The gather moves the tensor's own dtype (bf16 stays 2 bytes).
       ring_allgather(run, data, blocks.scaled(esize));
@@ -476,14 +490,24 @@ class GlooCommunicator final : public Communicator {
 
   std::string describe(const char* op, const std::string& tag) const {
     std::ostringstream os;
-    os << op << " (tag '" << tag << "') on group '" << spec_.name
+    os << op;
+    if (tag.empty()) {
+      os << " (untagged)";
+    } else {
+      os << " (tag: " << tag << ")";
+    }
+    os << " on group '" << spec_.name
        << "' (global ranks " << ranks_str(spec_.global_ranks)
        << ") at global rank " << spec_.global_ranks[spec_.rank]
        << " (group rank " << spec_.rank << ")";
     return os.str();
   }
 
-  int global(int group_rank) const { return spec_.global_ranks[group_rank]; }
+  // "global rank X", or "a peer" when the peer is not known (-1).
+  std::string peer_str(int group_rank) const {
+    if (group_rank < 0) return "a peer";
+    return "global rank " + std::to_string(spec_.global_ranks[group_rank]);
+  }
 
   WorkPtr submit(const char* op, const CollectiveOptions& opts,
                  std::function<void(Run&)> fn) {
@@ -565,13 +589,11 @@ class GlooCommunicator final : public Communicator {
     std::string m = e.what();
     if (m.find("Timed out") != std::string::npos || Clock::now() >= run.deadline) {
       throw CommError("timed out after " + std::to_string(run.timeout.count()) +
-                      " ms waiting to " + what + " global rank " +
-                      std::to_string(global(peer)) +
+                      " ms waiting to " + what + " " + peer_str(peer) +
                       " (the peer did not reach this collective, or is stuck): " + m);
     }
-    throw CommError(std::string("connection to global rank ") +
-                    std::to_string(global(peer)) + " failed while waiting to " +
-                    what + " it (peer exited or crashed?): " + m);
+    throw CommError("connection to " + peer_str(peer) + " failed while waiting to " + what +
+                    " it (peer exited or crashed?): " + m);
   }
 
   void post_send(Buf& b, int peer, uint64_t slot, size_t off, size_t n, const Run& run) {
@@ -599,8 +621,7 @@ class GlooCommunicator final : public Communicator {
     auto rem = std::chrono::ceil<milliseconds>(run.deadline - Clock::now());
     if (rem.count() <= 0) {
       throw CommError("timed out after " + std::to_string(run.timeout.count()) +
-                      " ms waiting to " + what + " global rank " +
-                      std::to_string(global(peer)) +
+                      " ms waiting to " + what + " " + peer_str(peer) +
                       " (the peer did not reach this collective, or is stuck)");
     }
     return rem;
@@ -675,35 +696,53 @@ class GlooCommunicator final : public Communicator {
     for (size_t i = 0; i < sends; ++i) wait_send(buf, right, run);
   }
 
-  // Ring reduce-scatter: out (len[r] elements) = op over ranks of in's block
-  // r. `in` is only read; out may alias in + off[r]. Element units.
   template <typename T>
-  void ring_reduce_scatter(Run& run, const T* in, T* out, const Blocks& blk,
-                           int avg_div) {
+  void in_place_reduce_scatter(Run& run, const at::Tensor& t, const Blocks& blk, int div) {
+    T* p = t.data_ptr<T>();
+    ring_reduce_scatter<T>(run, p, p + blk.off[rank()], blk, div);
+  }
+
+  // Ring reduce-scatter: out (len[r] elements) = op over ranks of in's block
+  // r, accumulated in acc_t<T>. `in` is only read; out may alias in +
+  // off[r]. Step 0 sends the input as it is (T); later steps send partial
+  // sums in acc_t<T> (fp32 for bf16/fp16), so low precision never rounds an
+  // intermediate sum. Element units.
+  template <typename T>
+  void ring_reduce_scatter(Run& run, const T* in, T* out, const Blocks& blk, int avg_div) {
+    using A = acc_t<T>;
+    constexpr bool kSame = std::is_same_v<T, A>;
     const int n = size(), r = rank();
     const int left = (r - 1 + n) % n, right = (r + 1) % n;
     const size_t chunk = std::max<size_t>(1, spec_.chunk_bytes / sizeof(T));
     auto recv_block = [&](int s) { return ((r - s - 2) % n + 2 * n) % n; };
-    // Scratch: one region per step, receiving the left neighbour's partial.
-    std::vector<size_t> sc_off(n - 1);
-    size_t sc_total = 0;
-    for (int s = 0; s < n - 1; ++s) {
-      sc_off[s] = sc_total;
-      sc_total += blk.len[recv_block(s)];
-    }
+    auto align = [](size_t x) { return (x + 63) / 64 * 64; };
     if (blk.total == 0) return;
-    T* sc = static_cast<T*>(scratch_.get(std::max<size_t>(sc_total, 1) * sizeof(T)));
-    Buf in_buf(*this, const_cast<T*>(in), blk.total * sizeof(T));
-    Buf sc_buf(*this, sc, std::max<size_t>(sc_total, 1) * sizeof(T));
+    // Scratch (bytes): region s receives the left neighbour's step-s data
+    // (T for s = 0, A after); `partial0` holds step 0's sum when T != A.
+    std::vector<size_t> sc_off(n - 1);
+    size_t sc_bytes = 0;
     for (int s = 0; s < n - 1; ++s) {
-      const int b = recv_block(s);
-      for_chunks(0, blk.len[b], chunk, [&](size_t o, size_t l) {
-        post_recv(sc_buf, left, run.slot, (sc_off[s] + o) * sizeof(T), l * sizeof(T), run);
+      sc_off[s] = sc_bytes;
+      sc_bytes += align(blk.len[recv_block(s)] * (s == 0 ? sizeof(T) : sizeof(A)));
+    }
+    size_t partial0_off = sc_off[0];
+    if (!kSame && n > 2) {
+      partial0_off = sc_bytes;
+      sc_bytes += align(blk.len[recv_block(0)] * sizeof(A));
+    }
+    sc_bytes = std::max<size_t>(sc_bytes, 64);
+    char* sc = static_cast<char*>(scratch_.get(sc_bytes));
+    Buf in_buf(*this, const_cast<T*>(in), blk.total * sizeof(T));
+    Buf sc_buf(*this, sc, sc_bytes);
+    for (int s = 0; s < n - 1; ++s) {
+      const size_t es = s == 0 ? sizeof(T) : sizeof(A);
+      for_chunks(0, blk.len[recv_block(s)], chunk, [&](size_t o, size_t l) {
+        post_recv(sc_buf, left, run.slot, sc_off[s] + o * es, l * es, run);
       });
     }
     size_t in_sends = 0, sc_sends = 0;
     {
-      const int b = (r - 1 + n) % n;  // step 0 sends own contribution to block r-1
+      const int b = (r - 1 + n) % n;  // step 0: own contribution to block r-1
       for_chunks(blk.off[b], blk.len[b], chunk, [&](size_t o, size_t l) {
         post_send(in_buf, right, run.slot, o * sizeof(T), l * sizeof(T), run);
         ++in_sends;
@@ -711,16 +750,25 @@ class GlooCommunicator final : public Communicator {
     }
     for (int s = 0; s < n - 1; ++s) {
       const int b = recv_block(s);
-      T* part = sc + sc_off[s];
       const T* mine = in + blk.off[b];
+      const T* got_t = reinterpret_cast<const T*>(sc + sc_off[s]);  // s == 0
+      A* got_a = reinterpret_cast<A*>(sc + sc_off[s]);              // s > 0
+      A* acc = s == 0 ? reinterpret_cast<A*>(sc + partial0_off) : got_a;
+      const size_t acc_off = s == 0 ? partial0_off : sc_off[s];
       for_chunks(0, blk.len[b], chunk, [&](size_t o, size_t l) {
         wait_recv(sc_buf, left, run);
         if (s < n - 2) {
-          add_into(part + o, mine + o, l);
-          post_send(sc_buf, right, run.slot, (sc_off[s] + o) * sizeof(T), l * sizeof(T), run);
+          if (s == 0) {
+            reduce_to_acc(acc + o, got_t + o, mine + o, l);
+          } else {
+            reduce_to_acc(acc + o, got_a + o, mine + o, l);
+          }
+          post_send(sc_buf, right, run.slot, acc_off + o * sizeof(A), l * sizeof(A), run);
           ++sc_sends;
+        } else if (s == 0) {  // n == 2; b == r
+          reduce_final(out + o, got_t + o, mine + o, l, avg_div);
         } else {
-          add_final(out + o, part + o, mine + o, l, avg_div);  // b == r
+          reduce_final(out + o, got_a + o, mine + o, l, avg_div);
         }
       });
     }
@@ -768,16 +816,9 @@ class GlooCommunicator final : public Communicator {
       post_recv(rbuf, p, run.slot, p, 1, run);
       post_send(sbuf, p, run.slot, 0, 1, run);
     }
-    // Completions are not tied to a peer; name the lowest missing one.
-    for (int i = 0; i < n - 1; ++i) wait_recv(rbuf, first_missing(got, r), run);
-    for (int i = 0; i < n - 1; ++i) wait_send(sbuf, (r + 1) % n, run);
-  }
-
-  static int first_missing(const std::vector<char>& got, int self) {
-    for (int p = 0; p < static_cast<int>(got.size()); ++p) {
-      if (p != self && !got[p]) return p;
-    }
-    return self == 0 ? 1 : 0;
+    // Completions are not tied to a peer (-1: "a peer").
+    for (int i = 0; i < n - 1; ++i) wait_recv(rbuf, -1, run);
+    for (int i = 0; i < n - 1; ++i) wait_send(sbuf, -1, run);
   }
 
   // ------------------------------------------------------------- state
@@ -798,7 +839,7 @@ class GlooCommunicator final : public Communicator {
   bool stopping_ = false;
 
   // Worker-thread scratch, reused across collectives.
-  Scratch scratch_, conv_in_, conv_out_;
+  Scratch scratch_;
 
   std::thread worker_;  // last: started after everything above exists
 };

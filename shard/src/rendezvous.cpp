@@ -196,25 +196,54 @@ class RendezvousImpl final : public Rendezvous {
                       " hosted by rank 0 within " + std::to_string(timeout.count()) +
                       " ms (did rank 0 start?): " + e.what());
     }
+    // Arrival: every rank announces itself and polls for the others. The
+    // host (rank 0) that gives up first publishes why under kAbortKey, so
+    // the ranks that did arrive report the missing ones too, rather than
+    // just "store gone"; it waits briefly for them to read it.
     std::vector<std::string> keys;
     for (int r = 0; r < info_.world_size; ++r) keys.push_back(arrive_key(r));
-    std::vector<std::string> missing;
+    std::string failure;
     try {
       store_->set(arrive_key(info_.rank), {'1'});
-      missing = poll_keys(*store_, keys, deadline);
+      auto sleep = milliseconds(1);
+      for (;;) {
+        if (store_->check(keys)) break;
+        if (info_.rank != 0 && store_->check({kAbortKey})) {
+          auto v = store_->get(kAbortKey);
+          store_->set(abort_ack_key(info_.rank), {'1'});
+          failure = std::string(v.begin(), v.end()) + " (reported by rank 0)";
+          break;
+        }
+        if (Clock::now() >= deadline) {
+          std::vector<int> who, arrived;
+          for (int r = 0; r < info_.world_size; ++r) {
+            (store_->check({arrive_key(r)}) ? arrived : who).push_back(r);
+          }
+          failure = "rendezvous at " + where + " timed out after " +
+                    std::to_string(timeout.count()) + " ms at rank " +
+                    std::to_string(info_.rank) + ": ranks " + ranks_str(who) +
+                    " of world size " + std::to_string(info_.world_size) +
+                    " did not arrive";
+          if (info_.rank == 0) {
+            store_->set(kAbortKey, std::vector<uint8_t>(failure.begin(), failure.end()));
+            std::vector<std::string> acks;
+            for (int r : arrived) {
+              if (r != 0) acks.push_back(abort_ack_key(r));
+            }
+            if (!acks.empty()) {
+              poll_keys(*store_, acks, Clock::now() + std::chrono::seconds(3));
+            }
+          }
+          break;
+        }
+        std::this_thread::sleep_for(sleep);
+        sleep = std::min(sleep * 2, milliseconds(50));
+      }
     } catch (const std::exception& e) {
       throw CommError("rendezvous at " + where + ": rank " + std::to_string(info_.rank) +
                       " lost the TCP store (rank 0 gone?): " + e.what());
     }
-    if (!missing.empty()) {
-      std::vector<int> who;
-      for (const auto& k : missing) who.push_back(std::stoi(k.substr(k.rfind('/') + 1)));
-      throw CommError("rendezvous at " + where + " timed out after " +
-                      std::to_string(timeout.count()) + " ms at rank " +
-                      std::to_string(info_.rank) + ": ranks " + ranks_str(who) +
-                      " of world size " + std::to_string(info_.world_size) +
-                      " did not arrive");
-    }
+    if (!failure.empty()) throw CommError(failure);
     if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
       iface_ = ifname;
     } else {
@@ -238,6 +267,11 @@ class RendezvousImpl final : public Rendezvous {
         }
       }
     }
+    {
+      // Communicators first: abort in-flight work, join workers, close pairs.
+      std::lock_guard<std::mutex> lock(mu_);
+      groups_.clear();
+    }
     // Rank 0 hosts the store: let the others finish with it first (bounded;
     // skipped after a communication error, when peers may be dead).
     try {
@@ -250,8 +284,6 @@ class RendezvousImpl final : public Rendezvous {
       }
     } catch (...) {
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    groups_.clear();  // communicators: abort in-flight work, join workers
   }
 
   const RendezvousInfo& info() const override { return info_; }
@@ -297,6 +329,8 @@ class RendezvousImpl final : public Rendezvous {
 
   static std::string arrive_key(int r) { return "gs/arrive/" + std::to_string(r); }
   static std::string exit_key(int r) { return "gs/exit/" + std::to_string(r); }
+  static std::string abort_ack_key(int r) { return "gs/abort_ack/" + std::to_string(r); }
+  static constexpr const char* kAbortKey = "gs/abort";
 
   CommunicatorPtr get_or_create(const std::string& key, const std::string& name,
                                 const std::string& prefix,

@@ -8,6 +8,8 @@
 #include <torch/nn/module.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <map>
 #include <stdexcept>
@@ -51,6 +53,15 @@ int64_t mark_size_based(const std::string& path, torch::nn::Module& m, int64_t m
 }
 
 std::atomic<int> g_instances{0};
+
+// GREENSHARD_TRACE=1: one stderr line per runtime event (debugging aid).
+bool trace_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("GREENSHARD_TRACE");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
 
 }  // namespace
 
@@ -202,10 +213,27 @@ Unit* Runtime::next_in(const std::vector<Unit*>& order, Unit* after, bool backwa
   return nullptr;
 }
 
+void Runtime::make_room(int64_t bytes) {
+  // The rate limiter: finish the oldest reductions (freeing their gradient
+  // buffers) until `bytes` more fit the budget, or nothing is left to finish.
+  advance_reductions(false);
+  while (!fits_budget(bytes) && !pending_reductions_.empty()) {
+    pending_reductions_.front()->advance_reduction(true);
+    pending_reductions_.pop_front();
+  }
+}
+
 void Runtime::prefetch(Unit* n) {
   if (!n || n->shard_state() != ShardState::kSharded) return;
   advance_reductions(false);
   if (fits_budget(n->param_bytes())) n->unshard_async();
+}
+
+void Runtime::trace(const char* event, const Unit* u) const {
+  if (!trace_enabled()) return;
+  std::fprintf(stderr, "[shard rank %d] %-14s %-12s unsharded=%lld peak=%lld\n", rdzv_->rank(), event,
+               u ? u->describe().c_str() : "-", static_cast<long long>(memory_.current),
+               static_cast<long long>(memory_.peak));
 }
 
 void Runtime::pre_forward(Unit* u) {
@@ -215,14 +243,17 @@ void Runtime::pre_forward(Unit* u) {
   }
   u->training_state = TrainingState::kForward;
   forward_order_.push_back(u);
+  if (u->shard_state() == ShardState::kSharded) make_room(u->param_bytes());
   u->wait_unshard();
   if (options_.forward_prefetch) prefetch(next_in(last_forward_order_, u, false));
+  trace("pre_forward", u);
 }
 
 at::Tensor Runtime::post_forward(Unit* u, at::Tensor out) {
   const bool grad = at::GradMode::is_enabled() && out.defined() && out.requires_grad();
   if (u->reshard_after_forward() || !at::GradMode::is_enabled()) u->reshard();
   if (grad) out.register_hook([this, u](const at::Tensor&) { pre_backward(u); });
+  trace("post_forward", u);
   return out;
 }
 
@@ -233,11 +264,14 @@ void Runtime::pre_backward(Unit* u) {
     torch::autograd::Engine::get_default_engine().queue_callback([this] { final_callback(); });
   }
   if (u->training_state == TrainingState::kBackwardPre || u->training_state == TrainingState::kBackwardPost) return;
+  make_room((u->shard_state() == ShardState::kSharded ? u->param_bytes() : 0) +
+            (u->grads_live() ? 0 : u->grad_bytes()));
   u->wait_unshard();
   u->prepare_grads();
   u->training_state = TrainingState::kBackwardPre;
   u->grads_accumulated = 0;
   if (options_.backward_prefetch == BackwardPrefetch::kBackwardPre) prefetch(next_in(backward_order_, u, true));
+  trace("pre_backward", u);
 }
 
 void Runtime::grad_accumulated(Unit* u) {
@@ -256,6 +290,7 @@ void Runtime::post_backward(Unit* u) {
   }
   u->reshard();
   advance_reductions(false);
+  trace("post_backward", u);
 }
 
 void Runtime::advance_reductions(bool block_all) {
@@ -277,6 +312,7 @@ void Runtime::final_callback() {
   }
   last_forward_order_ = forward_order_;
   backward_started_ = false;
+  trace("end_backward", nullptr);
 }
 
 void Runtime::finish_all() {

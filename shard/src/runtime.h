@@ -60,8 +60,10 @@ class Runtime {
 
  private:
   void build_units();
+  void trace(const char* event, const Unit* u) const;
   void post_backward(Unit* u);
   void prefetch(Unit* u);
+  void make_room(int64_t bytes);
   bool fits_budget(int64_t bytes) const;
   void advance_reductions(bool block_all);
   Unit* next_in(const std::vector<Unit*>& order, Unit* after, bool backward) const;

@@ -222,8 +222,10 @@ TEST(FullyShard, Bf16MixedPrecisionTracksFp32LossCurve) {
   const auto& ref = reference(spec);
   auto got = launch_train(l, dir);
   ASSERT_EQ(got.losses.size(), ref.losses.size());
-  for (size_t i = 0; i < ref.losses.size(); ++i)
+  for (size_t i = 0; i < ref.losses.size(); ++i) {
+    std::printf("  step %zu: loss bf16 %.5f fp32 %.5f\n", i, got.losses[i], ref.losses[i]);
     EXPECT_LE(std::abs(got.losses[i] - ref.losses[i]) / ref.losses[i], 0.02) << "step " << i;
+  }
   EXPECT_LT(got.losses.back(), got.losses.front()) << "bf16 training must reduce the loss";
   // Master weights stay fp32 and differ from the bf16 rounding of themselves.
   for (const auto& [name, t] : got.params) EXPECT_EQ(t.scalar_type(), at::kFloat) << name;
@@ -267,6 +269,7 @@ TEST(FullyShard, RankThatExitsMakesSurvivorsFailClearlyWithinDeadline) {
   EXPECT_NE(r0.output.find("[0, 1]"), std::string::npos) << r0.output;
   // Deadline 5 s + 5 s, plus process start-up; a hang would hit 120 s.
   EXPECT_LT(r0.seconds, 30.0) << r0.output;
+  std::printf("  survivor's error: %s", r0.output.substr(r0.output.find("ERROR:")).c_str());
 }
 
 TEST(FullyShard, InvalidPolicyValuesAreClearErrors) {
