@@ -6,5 +6,5 @@ bash scripts/setup.sh
 bash scripts/build.sh
 cd "${GREENSHARD_BUILD_DIR:-build}"
 # Rank processes use one thread each; the tests start their own ranks.
-export OMP_NUM_THREADS=1
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 ctest --output-on-failure --timeout 900 "$@"

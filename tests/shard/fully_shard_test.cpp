@@ -345,6 +345,30 @@ TEST(FullyShard, UnitsFollowTheWrapPolicyAndSharedParametersLiveOnce) {
   }
 }
 
+TEST(FullyShard, ParameterSharedByTwoUnitsLivesInTheirLowestCommonUnit) {
+  shard::RendezvousInfo info{"127.0.0.1", gstest::free_port(), 0, 1, 0, 1};
+  auto rdzv = shard::Rendezvous::connect(info);
+  auto root = std::make_shared<torch::nn::Module>();
+  auto tower = root->register_module("tower", std::make_shared<torch::nn::Module>());
+  auto a = tower->register_module("a", torch::nn::Linear(4, 4));
+  auto b = tower->register_module("b", torch::nn::Linear(4, 4));
+  auto c = root->register_module("c", torch::nn::Linear(4, 4));
+  b->register_parameter("tied", a->weight);  // a.weight is also b.tied
+  shard::FullyShardOptions o;
+  o.wrap.predicate = [](const std::string& name, const torch::nn::Module&) {
+    return name == "tower" || name == "tower.a" || name == "tower.b" || name == "c";
+  };
+  shard::FullyShardedModel fsdp(root, rdzv, o);
+  std::map<std::string, std::vector<std::string>> by_unit;
+  for (const auto& u : fsdp.units()) by_unit[u.name] = u.param_names;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(by_unit["tower"], V{"tower.a.weight"}) << "lowest unit holding both tower.a and tower.b";
+  EXPECT_EQ(by_unit["tower.a"], V{"tower.a.bias"});
+  EXPECT_EQ(by_unit["tower.b"], (V{"tower.b.weight", "tower.b.bias"}));
+  EXPECT_EQ(by_unit["c"], (V{"c.weight", "c.bias"}));
+  EXPECT_TRUE(by_unit[""].empty());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
