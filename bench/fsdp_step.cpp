@@ -7,17 +7,14 @@
 //   scripts/bench.sh fsdp_step [--ranks 2] [--steps 3] [--warmup 1]
 //                              [--batch 4] [--seq 128] [--layers 6] [--embd 512] [--vocab 10240]
 #include "shard/fully_shard.h"
+#include "shard/launch.h"
 #include "shard/rendezvous.h"
 #include "worker/model.h"
 
 #include <torch/torch.h>
 
-#include <arpa/inet.h>
 #include <dlfcn.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -81,19 +78,6 @@ const Config kConfigs[] = {
     {"SHARD_GRAD_OP", "SHARD_GRAD_OP", true},
     {"HYBRID_SHARD", "HYBRID_SHARD", true},
 };
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 // ---- one rank ----
 int run_rank(const Args& a, const std::string& config_name) {
@@ -166,42 +150,15 @@ struct Row {
 
 // ---- the parent: one gang per config ----
 bool run_config(const Args& a, const Config& c, char** argv, Row* row) {
-  int fds[2];
-  if (pipe(fds) != 0) return false;
-  const int port = free_port();
-  std::vector<pid_t> pids;
-  for (int r = 0; r < a.ranks; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(a.ranks).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("LOCAL_WORLD_SIZE", std::to_string(a.ranks).c_str(), 1);
-      setenv("OMP_NUM_THREADS", "1", 1);
-      setenv("OPENBLAS_NUM_THREADS", "1", 1);
-      setenv("GS_BENCH_CONFIG", c.name, 1);
-      if (r == 0) dup2(fds[1], 1);
-      close(fds[0]);
-      close(fds[1]);
-      execv("/proc/self/exe", argv);
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, n);
-  close(fds[0]);
-  bool ok = true;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
+  shard::LocalLaunchOptions lo;
+  lo.nproc = a.ranks;
+  lo.env = {{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"GS_BENCH_CONFIG", c.name}};
+  lo.capture_rank0_stdout = true;
+  std::vector<std::string> args{"/proc/self/exe"};
+  for (int i = 1; argv[i]; ++i) args.push_back(argv[i]);
+  auto res = shard::launch_local(args, lo);
+  const bool ok = res.ok;
+  const std::string& out = res.rank0_stdout;
   auto pos = out.find("ROW ");
   if (!ok || pos == std::string::npos) {
     std::fprintf(stderr, "config %s failed:\n%s\n", c.name, out.c_str());

@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 GREENSHARD_TARGETS=greenshard-worker bash scripts/build.sh
 DATA=${DATA:-/usr/share/common-licenses/GPL-3}
-exec build/worker/greenshard-worker --nproc 2 --strategy FULL_SHARD --data "$DATA" --steps "${STEPS:-40}" "$@"
+exec build/worker/greenshard-worker --nproc 2 --strategy FULL_SHARD --data "$DATA" --steps "${STEPS:-80}" "$@"

@@ -5,15 +5,12 @@
 // starts 2 local ranks itself (like torchrun --standalone); under a launcher
 // that sets RANK/WORLD_SIZE/MASTER_ADDR/... it is one rank.
 #include "shard/fully_shard.h"
+#include "shard/launch.h"
 #include "shard/rendezvous.h"
 #include "worker/model.h"
 
 #include <torch/torch.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -89,52 +86,18 @@ Flags parse(int argc, char** argv) {
   return f;
 }
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
-
-// Starts n local ranks of this program and waits for all.
-int spawn_local(int n, char** argv) {
-  const int port = free_port();
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
-      setenv("OMP_NUM_THREADS", "1", 0);
-      execv("/proc/self/exe", argv);
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  int rc = 0;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
-  }
-  return rc;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Flags flags = parse(argc, argv);
-  if (flags.nproc > 0 && !std::getenv("RANK")) return spawn_local(flags.nproc, argv);
+  if (flags.nproc > 0 && !std::getenv("RANK")) {
+    shard::LocalLaunchOptions lo;
+    lo.nproc = flags.nproc;
+    lo.env = {{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}};
+    std::vector<std::string> args{"/proc/self/exe"};
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    return shard::launch_local(args, lo).ok ? 0 : 1;
+  }
   try {
     auto info = shard::rendezvous_info_from_env();
     at::set_num_threads(1);

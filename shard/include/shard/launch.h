@@ -1,0 +1,33 @@
+// Local launcher: start N ranks of a program on this machine with the
+// torchrun environment (like `torchrun --standalone`), for the worker's
+// --nproc and the benchmarks. Tests use tests/common/spawn.h, which also
+// captures every rank's output and enforces deadlines.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shard {
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0).
+int free_loopback_port();
+
+struct LocalLaunchOptions {
+  int nproc = 2;
+  std::map<std::string, std::string> env;  // extra variables for every rank
+  bool capture_rank0_stdout = false;
+};
+
+struct LocalLaunchResult {
+  bool ok = false;                // every rank exited 0
+  std::vector<int> exit_codes;    // per rank; -signal when killed
+  std::string rank0_stdout;       // when captured
+};
+
+// Runs argv (argv[0] = program path; "/proc/self/exe" re-runs this program)
+// as ranks 0..nproc-1 with MASTER_ADDR=127.0.0.1, a free MASTER_PORT, RANK,
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, and waits for all of them.
+LocalLaunchResult launch_local(const std::vector<std::string>& argv, const LocalLaunchOptions& options);
+
+}  // namespace shard

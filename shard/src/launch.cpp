@@ -1,0 +1,84 @@
+#include "shard/launch.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+#include <system_error>
+
+namespace shard {
+
+int free_loopback_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int err = errno;
+    close(fd);
+    throw std::system_error(err, std::generic_category(), "bind 127.0.0.1:0");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+LocalLaunchResult launch_local(const std::vector<std::string>& argv, const LocalLaunchOptions& o) {
+  if (o.nproc < 1) throw std::invalid_argument("launch_local: nproc must be >= 1");
+  if (argv.empty()) throw std::invalid_argument("launch_local: empty argv");
+  const std::string port = std::to_string(free_loopback_port());
+  int fds[2] = {-1, -1};
+  if (o.capture_rank0_stdout && pipe(fds) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < o.nproc; ++r) {
+    pid_t pid = fork();
+    if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+    if (pid == 0) {
+      const std::string rank = std::to_string(r), n = std::to_string(o.nproc);
+      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      setenv("MASTER_PORT", port.c_str(), 1);
+      setenv("RANK", rank.c_str(), 1);
+      setenv("WORLD_SIZE", n.c_str(), 1);
+      setenv("LOCAL_RANK", rank.c_str(), 1);
+      setenv("LOCAL_WORLD_SIZE", n.c_str(), 1);
+      for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);
+      if (o.capture_rank0_stdout) {
+        if (r == 0) dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+      }
+      execv(cargv[0], cargv.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  LocalLaunchResult res;
+  if (o.capture_rank0_stdout) {
+    close(fds[1]);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) res.rank0_stdout.append(buf, static_cast<size_t>(n));
+    close(fds[0]);
+  }
+  res.ok = true;
+  for (pid_t pid : pids) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    res.exit_codes.push_back(code);
+    res.ok = res.ok && code == 0;
+  }
+  return res;
+}
+
+}  // namespace shard
