@@ -8,6 +8,11 @@
 // communicator: its connections are reset (so peers blocked on us fail fast
 // instead of waiting for their own deadline) and every later call fails at
 // once with the first error. The destructor aborts whatever is in flight.
+// A monitor thread per communicator notices a broken connection (a peer that
+// exited or crashed) and fails a wait that depends on that peer at once:
+// gloo itself does not fail an operation already in flight on such a pair.
+// Worker and gloo event-loop threads block SIGPIPE (a write to a dead peer
+// gives EPIPE instead of killing the process).
 //
 // Algorithms (n members, T total bytes):
 //  * all_gather_into: ring, (n-1)/n*T sent per rank, chunk-pipelined.
@@ -25,6 +30,7 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -275,11 +281,25 @@ class GlooCommunicator final : public Communicator {
     }
     if (spec_.chunk_bytes < 4096) spec_.chunk_bytes = 4096;
     spec_.chunk_bytes = spec_.chunk_bytes / 64 * 64;
+    dead_.assign(n, 0);
     if (n > 1) {
-      worker_ = std::thread([this] { worker_loop(); });
+      monitor_ = std::thread([this] { monitor_loop(); });
+      worker_ = std::thread([this] {
+        // gloo writes to sockets with writev: a peer that died would raise
+        // SIGPIPE (fatal by default) instead of EPIPE. Block it here for
+        // good; a pending SIGPIPE on this thread is then never delivered.
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &set, nullptr);
+        worker_loop();
+      });
       std::string tname = "gs-gloo-" + spec_.name;
       tname.resize(std::min<size_t>(tname.size(), 15));
       pthread_setname_np(worker_.native_handle(), tname.c_str());
+      tname = "gs-mon-" + spec_.name;
+      tname.resize(std::min<size_t>(tname.size(), 15));
+      pthread_setname_np(monitor_.native_handle(), tname.c_str());
     }
   }
 
@@ -296,8 +316,10 @@ class GlooCommunicator final : public Communicator {
         b->abortWaitRecv();
         b->abortWaitSend();
       }
+      if (sentinel_) sentinel_->abortWaitRecv();
     }
     if (worker_.joinable()) worker_.join();
+    if (monitor_.joinable()) monitor_.join();
     for (auto& t : queue_) {
       t.work->finish(std::make_exception_ptr(CommError(
           describe(t.op, t.opts.tag) +
@@ -552,12 +574,19 @@ class GlooCommunicator final : public Communicator {
     const milliseconds timeout =
         task.opts.timeout.count() > 0 ? task.opts.timeout : spec_.timeout;
     Run run{Clock::now() + timeout, timeout, 0};
+    std::string cause;
     try {
       run.slot = static_cast<uint64_t>(ctx_->nextSlot());
       task.fn(run);
       task.work->finish(nullptr);
+      return;
     } catch (const std::exception& e) {
-      std::string msg = describe(task.op, task.opts.tag) + " failed: " + e.what();
+      cause = e.what();
+    } catch (...) {
+      cause = "unknown exception";
+    }
+    {
+      std::string msg = describe(task.op, task.opts.tag) + " failed: " + cause;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (first_error_.empty()) first_error_ = msg;
@@ -571,18 +600,10 @@ class GlooCommunicator final : public Communicator {
       }
       task.work->finish(std::make_exception_ptr(CommError(msg)));
     }
-    // Free per-collective scratch of unusual size lazily: kept for reuse.
   }
 
   // ----------------------------------------------------- transport ops
   // Each wraps the gloo call so that errors name the peer.
-
-  void throw_if_stopping() {
-    std::lock_guard<std::mutex> lock(active_mu_);
-    if (stopping_) {
-      throw CommError("aborted: the communicator was destroyed while the collective was in flight");
-    }
-  }
 
   [[noreturn]] void peer_failure(int peer, const char* what, const std::exception& e,
                                  const Run& run) {
@@ -627,34 +648,145 @@ class GlooCommunicator final : public Communicator {
     return rem;
   }
 
-  // `peer` only names the peer in errors.
-  void wait_recv(Buf& b, int peer, const Run& run) {
-    throw_if_stopping();
+  void wait_recv(Buf& b, int peer, const Run& run) { wait_op(b, true, peer, run); }
+  void wait_send(Buf& b, int peer, const Run& run) { wait_op(b, false, peer, run); }
+
+  // Waits for one completion of a recv (or send) on `b` with `peer` (group
+  // rank; -1: any). Fails at the deadline, when the communicator is
+  // destroyed, or at once when the peer monitor found `peer` gone: gloo does
+  // not fail an operation already in flight on a pair that breaks, so
+  // without the monitor such a wait would only end at its deadline.
+  void wait_op(Buf& b, bool recv, int peer, const Run& run) {
+    const char* what = recv ? "receive from" : "send to";
+    const milliseconds rem = remaining(run, peer, what);
+    bool known_dead = false;
+    {
+      std::lock_guard<std::mutex> lock(active_mu_);
+      if (stopping_) throw_destroyed();
+      known_dead = peer >= 0 ? dead_[peer] != 0 : any_dead_;
+      if (!known_dead) current_ = CurrentWait{b.get(), peer, recv};
+    }
+    if (known_dead) return finish_with_dead_peer(b, recv, peer);
     bool ok = false;
+    std::exception_ptr error;
     try {
-      ok = b.get()->waitRecv(nullptr, remaining(run, peer, "receive from"));
-    } catch (const CommError&) {
-      throw;
-    } catch (const std::exception& e) {
-      peer_failure(peer, "receive from", e, run);
+      ok = recv ? b.get()->waitRecv(nullptr, rem) : b.get()->waitSend(nullptr, rem);
+    } catch (...) {
+      error = std::current_exception();
     }
-    if (!ok) {
-      throw CommError("aborted: the communicator was destroyed while the collective was in flight");
+    bool destroyed = false, lost = false;
+    {
+      std::lock_guard<std::mutex> lock(active_mu_);
+      current_ = CurrentWait{};
+      destroyed = stopping_;
+      lost = peer >= 0 ? dead_[peer] != 0 : any_dead_;
     }
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        peer_failure(peer, what, e, run);
+      }
+    }
+    if (ok) return;
+    if (destroyed) throw_destroyed();
+    if (lost) return finish_with_dead_peer(b, recv, peer);
+    throw CommError(std::string("wait to ") + what + " " + peer_str(peer) + " was aborted");
   }
 
-  void wait_send(Buf& b, int peer, const Run& run) {
-    throw_if_stopping();
-    bool ok = false;
+  [[noreturn]] static void throw_destroyed() {
+    throw CommError("aborted: the communicator was destroyed while the collective was in flight");
+  }
+
+  // `peer` is gone. Everything it delivered before its connection broke has
+  // been accounted for already, so a completion is either there now or
+  // never. (A failed probe also makes gloo close every pair of this group,
+  // which tells the other members at once.)
+  void finish_with_dead_peer(Buf& b, bool recv, int peer) {
     try {
-      ok = b.get()->waitSend(nullptr, remaining(run, peer, "send to"));
-    } catch (const CommError&) {
-      throw;
-    } catch (const std::exception& e) {
-      peer_failure(peer, "send to", e, run);
+      const bool ok = recv ? b.get()->waitRecv(nullptr, milliseconds(1))
+                           : b.get()->waitSend(nullptr, milliseconds(1));
+      if (ok) return;
+    } catch (...) {
     }
-    if (!ok) {
-      throw CommError("aborted: the communicator was destroyed while the collective was in flight");
+    std::string msg;
+    std::vector<int> gone;
+    {
+      std::lock_guard<std::mutex> lock(active_mu_);
+      msg = dead_msg_;
+      for (int p = 0; p < size(); ++p) {
+        if (dead_[p]) gone.push_back(spec_.global_ranks[p]);
+      }
+    }
+    throw CommError(std::string("connection to ") +
+                    (peer >= 0 ? peer_str(peer) : "global ranks " + ranks_str(gone)) +
+                    " lost while waiting to " + (recv ? "receive from" : "send to") +
+                    " it (peer exited or crashed?): " + msg);
+  }
+
+  // Peer monitor: a 1-byte receive from every peer on a slot nobody sends
+  // to. gloo fails it when any connection of the group breaks; the monitor
+  // then finds which peers are gone (a new receive on a broken pair throws)
+  // and aborts the worker's current wait if it depends on one of them.
+  void monitor_loop() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    const int n = size(), r = rank();
+    std::vector<char> mem(n, 0), probe_mem(n, 0);
+    std::unique_ptr<gloo::transport::UnboundBuffer> sentinel;
+    {
+      std::lock_guard<std::mutex> lock(active_mu_);
+      if (stopping_) return;
+      sentinel = ctx_->createUnboundBuffer(mem.data(), mem.size());
+      sentinel_ = sentinel.get();
+    }
+    std::string failure;
+    try {
+      for (int p = 0; p < n; ++p) {
+        if (p != r) sentinel->recv(p, kMonitorSlot, p, 1);
+      }
+      // Effectively forever: gloo treats the end of a wait as a timeout of
+      // the whole group.
+      const bool ok = sentinel->waitRecv(nullptr, std::chrono::hours(24 * 365 * 50));
+      failure = ok ? "unexpected message on the monitor slot" : "";
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    if (failure.empty()) {  // aborted by the destructor
+      std::lock_guard<std::mutex> lock(active_mu_);
+      sentinel_ = nullptr;
+      return;
+    }
+    std::vector<int> gone;
+    {
+      auto probe = ctx_->createUnboundBuffer(probe_mem.data(), probe_mem.size());
+      for (int p = 0; p < n; ++p) {
+        if (p == r) continue;
+        try {
+          probe->recv(p, kMonitorSlot + 1, p, 1);
+        } catch (...) {
+          gone.push_back(p);
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(active_mu_);
+    sentinel_ = nullptr;
+    if (gone.empty()) {  // cannot tell: assume every peer
+      for (int p = 0; p < n; ++p) gone.push_back(p);
+    }
+    for (int p : gone) {
+      if (p != r) dead_[p] = 1;
+    }
+    any_dead_ = true;
+    dead_msg_ = failure;
+    if (current_.buf && (current_.peer < 0 || dead_[current_.peer])) {
+      if (current_.recv) {
+        current_.buf->abortWaitRecv();
+      } else {
+        current_.buf->abortWaitSend();
+      }
     }
   }
 
@@ -834,9 +966,25 @@ class GlooCommunicator final : public Communicator {
   std::atomic<bool> aborted_{false};
   std::atomic<uint64_t> bytes_sent_{0};
 
-  std::mutex active_mu_;  // active_, stopping_
+  // Slots of the peer monitor; collectives use ctx->nextSlot() (counting up
+  // from 0) and gloo's algorithms (prefix << 56) with small prefixes.
+  static constexpr uint64_t kMonitorSlot = uint64_t{0x7e} << 56;
+
+  struct CurrentWait {
+    gloo::transport::UnboundBuffer* buf = nullptr;
+    int peer = -1;
+    bool recv = true;
+  };
+
+  std::mutex active_mu_;  // everything down to monitor_
   std::vector<gloo::transport::UnboundBuffer*> active_;
   bool stopping_ = false;
+  CurrentWait current_;                          // the worker's blocking wait
+  std::vector<char> dead_;                       // per group rank
+  bool any_dead_ = false;
+  std::string dead_msg_;                         // why the monitor woke
+  gloo::transport::UnboundBuffer* sentinel_ = nullptr;
+  std::thread monitor_;
 
   // Worker-thread scratch, reused across collectives.
   Scratch scratch_;

@@ -17,6 +17,8 @@
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -385,7 +387,21 @@ class RendezvousImpl final : public Rendezvous {
       } else {
         attr.hostname = local_ip_;
       }
-      auto device = gloo::transport::tcp::CreateDevice(attr);
+      // The device's event-loop thread (which writes to the sockets too)
+      // inherits this thread's signal mask: create it with SIGPIPE blocked
+      // so a dead peer gives EPIPE, not a fatal SIGPIPE.
+      sigset_t set, old;
+      sigemptyset(&set);
+      sigaddset(&set, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &set, &old);
+      std::shared_ptr<gloo::transport::Device> device;
+      try {
+        device = gloo::transport::tcp::CreateDevice(attr);
+      } catch (...) {
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+        throw;
+      }
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
       GlooStoreAdapter adapter(*store_, prefix, name, ranks, options_.timeout);
       ctx->connectFullMesh(adapter, device);
     } catch (const std::exception& e) {

@@ -156,11 +156,19 @@ void Unit::start_reduction() {
     reduce_out_ = at::empty({layout_.shard_numel()}, at::TensorOptions().dtype(mp_.reduce_dtype));
     reduce_work_ = comms_.reduce_scatter->reduce_scatter(reduce_out_, reduce_in_, ReduceOp::kAvg,
                                                          opts("reduce-scatter"));
+    stage_ = Stage::kReduceScatter;
+  } else if (comms_.replicate) {
+    // One-rank shard group (NO_SHARD): nothing to scatter; start the
+    // all-reduce across replicas right away (post-backward order is the same
+    // on every rank).
+    reduce_out_ = reduce_in_;
+    reduce_work_ = comms_.replicate->all_reduce(reduce_out_, ReduceOp::kAvg, opts("all-reduce"));
+    stage_ = Stage::kAllReduce;
   } else {
     reduce_out_ = reduce_in_;
     reduce_work_ = completed_work();
+    stage_ = Stage::kAllReduce;
   }
-  stage_ = Stage::kReduceScatter;
 }
 
 bool Unit::advance_reduction(bool block) {
@@ -196,6 +204,7 @@ bool Unit::advance_reduction(bool block) {
     master_.mutable_grad().add_(g);
     if (grads_live_) free_grads();
   }
+  reduce_in_.reset();
   reduce_out_.reset();
   stage_ = Stage::kNone;
   return true;

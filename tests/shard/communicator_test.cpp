@@ -75,6 +75,54 @@ int env_int(const char* name, int dflt) {
   return v ? std::atoi(v) : dflt;
 }
 
+// File-based sync between the ranks of one spawn (GS_SYNC_DIR, a TempDir of
+// the test): keeps process start-up skew on a loaded machine out of short
+// deadlines, and orders "peer goes away" after "survivor saw the error".
+void touch(const std::string& name) {
+  const char* dir = std::getenv("GS_SYNC_DIR");
+  if (!dir) return;
+  std::FILE* f = std::fopen((std::string(dir) + "/" + name).c_str(), "w");
+  if (f) std::fclose(f);
+}
+
+bool wait_files(const std::vector<std::string>& names, std::chrono::seconds timeout) {
+  const char* dir = std::getenv("GS_SYNC_DIR");
+  if (!dir) return false;
+  const auto deadline = Clock::now() + timeout;
+  for (const auto& n : names) {
+    const std::string path = std::string(dir) + "/" + n;
+    for (;;) {
+      if (std::FILE* f = std::fopen(path.c_str(), "r")) {
+        std::fclose(f);
+        break;
+      }
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  return true;
+}
+
+std::string rank_file(const std::string& tag, int rank) {
+  return tag + "." + std::to_string(rank);
+}
+
+// Touches tag.<rank> and waits for tag.<r> of every r in ranks.
+void file_barrier(const std::string& tag, int rank, const std::vector<int>& ranks) {
+  touch(rank_file(tag, rank));
+  std::vector<std::string> names;
+  for (int r : ranks) names.push_back(rank_file(tag, r));
+  SCHECK(wait_files(names, 120s), "file barrier '" << tag << "' timed out");
+}
+
+std::vector<int> range_except(int n, int skip) {
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i) {
+    if (i != skip) out.push_back(i);
+  }
+  return out;
+}
+
 shard::CommunicatorOptions comm_options(int timeout_ms) {
   shard::CommunicatorOptions o;
   o.timeout = std::chrono::milliseconds(timeout_ms);
@@ -407,7 +455,7 @@ int scenario_two_communicators() {
 int scenario_peer_exit() {
   auto info = shard::rendezvous_info_from_env();
   const int die = env_int("GS_DIE_RANK", info.world_size - 1);
-  auto rdv = shard::Rendezvous::connect(info, comm_options(5000));
+  auto rdv = shard::Rendezvous::connect(info, comm_options(60000));
   auto world = rdv->world();
   if (info.rank == die) {
     say("exiting before the collective");
@@ -461,14 +509,62 @@ int scenario_peer_exit() {
   return 0;  // destructors must not hang
 }
 
+// One rank dies while collectives are moving data: the others fail with a
+// CommError (not SIGPIPE, not a wait for the deadline) and can exit.
+int scenario_peer_dies_mid() {
+  auto info = shard::rendezvous_info_from_env();
+  auto rdv = shard::Rendezvous::connect(info, comm_options(60000));
+  auto world = rdv->world();
+  const int die = info.world_size - 1;
+  const int n = world->size();
+  const int64_t count = 4 << 20;  // 16 MiB fp32 per rank
+  auto in = at::ones({count});
+  auto out = at::empty({n * count});
+  auto rs_out = at::empty({count});
+  std::thread killer;
+  if (info.rank == die) {
+    killer = std::thread([] {
+      std::this_thread::sleep_for(300ms);
+      say("exiting in the middle of a collective");
+      std::fflush(stdout);
+      std::_Exit(0);
+    });
+  }
+  std::string msg;
+  auto last_ok = Clock::now();
+  for (int it = 0; it < 100000 && msg.empty(); ++it) {
+    try {
+      world->all_gather_into(out, in, {60000ms, "mid ag"})->wait();
+      world->reduce_scatter(rs_out, out, shard::ReduceOp::kSum, {60000ms, "mid rs"})->wait();
+      last_ok = Clock::now();
+    } catch (const shard::CommError& e) {
+      msg = e.what();
+    }
+  }
+  if (killer.joinable()) killer.join();  // not reached on the dying rank
+  const double took = seconds_since(last_ok);
+  say("error after " + std::to_string(took) + " s (since the last success): " + msg);
+  SCHECK(!msg.empty(), "no error");
+  // A broken connection fails the collective at once, also an operation
+  // already in flight on it: far sooner than the 60 s deadline.
+  SCHECK(took < 30, "took " << took << " s");
+  SCHECK(contains(msg, "at global rank " + std::to_string(info.rank)), msg);
+  SCHECK(contains(msg, "mid ag") || contains(msg, "mid rs"), msg);
+  return 0;
+}
+
 // One rank connects but never calls the collective: the others time out.
 int scenario_peer_stall() {
   auto info = shard::rendezvous_info_from_env();
   auto rdv = shard::Rendezvous::connect(info, comm_options(30000));
   auto world = rdv->world();
   const int timeout_ms = 2000;
-  if (info.rank == info.world_size - 1) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms + 3000));
+  const int stalled = info.world_size - 1;
+  if (info.rank == stalled) {
+    // Stay connected, without calling, until every other rank saw its error.
+    std::vector<std::string> names;
+    for (int r : range_except(info.world_size, stalled)) names.push_back(rank_file("failed", r));
+    SCHECK(wait_files(names, 120s), "the others did not report their errors");
     return 0;
   }
   auto t = at::ones({1000});
@@ -483,6 +579,7 @@ int scenario_peer_stall() {
   }
   const double took = seconds_since(t0);
   say("error after " + std::to_string(took) + " s: " + msg);
+  touch(rank_file("failed", info.rank));
   SCHECK(took < timeout_ms / 1000.0 + 5, "took " << took << " s");
   SCHECK(contains(msg, "all_reduce"), msg);
   SCHECK(contains(msg, "stalled"), msg);
@@ -498,7 +595,8 @@ int scenario_destroy_pending() {
   auto rdv = shard::Rendezvous::connect(info, comm_options(60000));
   auto world = rdv->world();
   if (info.rank != 0) {
-    std::this_thread::sleep_for(2s);
+    // Stay connected (without calling) until rank 0's work was aborted.
+    SCHECK(wait_files({"aborted.0"}, 120s), "rank 0 did not abort its work");
     return 0;
   }
   auto in = at::ones({1000});
@@ -506,9 +604,14 @@ int scenario_destroy_pending() {
   auto w = world->all_gather_into(out, in, {60000ms, "pending"});
   std::this_thread::sleep_for(300ms);
   SCHECK(!w->is_completed(), "completed without peers");
+  std::thread notifier([w] {
+    while (!w->is_completed()) std::this_thread::sleep_for(5ms);
+    touch("aborted.0");
+  });
   const auto t0 = Clock::now();
   world.reset();
   rdv.reset();
+  notifier.join();
   const double took = seconds_since(t0);
   say("destroyed in " + std::to_string(took) + " s");
   SCHECK(took < 15, "destruction took " << took << " s");
@@ -528,6 +631,7 @@ int scenario_rendezvous_absent() {
   auto info = shard::rendezvous_info_from_env();
   const int absent = env_int("GS_ABSENT_RANK", 1);
   if (info.rank == absent) return 0;
+  file_barrier("started", info.rank, range_except(info.world_size, absent));
   const int timeout_ms = 3000;
   const auto t0 = Clock::now();
   std::string msg;
@@ -556,14 +660,17 @@ int scenario_rendezvous_absent() {
 int scenario_group_absent() {
   auto info = shard::rendezvous_info_from_env();
   const int timeout_ms = 3000;
+  std::vector<int> all(info.world_size);
+  for (int i = 0; i < info.world_size; ++i) all[i] = i;
+  file_barrier("started", info.rank, all);
   auto rdv = shard::Rendezvous::connect(info, comm_options(timeout_ms));
   const int absent = info.world_size - 1;
   if (info.rank == absent) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms + 2000));
+    std::vector<std::string> names;
+    for (int r : range_except(info.world_size, absent)) names.push_back(rank_file("failed", r));
+    SCHECK(wait_files(names, 120s), "the others did not report their errors");
     return 0;
   }
-  std::vector<int> all(info.world_size);
-  for (int i = 0; i < info.world_size; ++i) all[i] = i;
   const auto t0 = Clock::now();
   std::string msg;
   try {
@@ -586,6 +693,7 @@ int scenario_group_absent() {
     again = e.what();
   }
   SCHECK(again == msg, again);
+  touch(rank_file("failed", info.rank));
   return 0;
 }
 
@@ -604,6 +712,7 @@ int run_scenario(const std::string& name) {
     else if (name == "two_communicators") rc = scenario_two_communicators();
     else if (name == "peer_exit") rc = scenario_peer_exit();
     else if (name == "peer_stall") rc = scenario_peer_stall();
+    else if (name == "peer_dies_mid") rc = scenario_peer_dies_mid();
     else if (name == "destroy_pending") rc = scenario_destroy_pending();
     else if (name == "rendezvous_absent") rc = scenario_rendezvous_absent();
     else if (name == "group_absent") rc = scenario_group_absent();
@@ -632,11 +741,13 @@ std::vector<gstest::RankResult> spawn(const std::string& scenario, int world,
                                       std::chrono::seconds timeout = 180s,
                                       std::map<std::string, std::string> env = {},
                                       std::map<int, std::map<std::string, std::string>> rank_env = {}) {
+  gstest::TempDir sync;
   gstest::SpawnOptions o;
   o.world_size = world;
   o.timeout = timeout;
   o.env = std::move(env);
   o.env["GS_RANK_SCENARIO"] = scenario;
+  o.env["GS_SYNC_DIR"] = sync.path();
   o.rank_env = std::move(rank_env);
   return gstest::run_ranks({gstest::self_exe()}, o);
 }
@@ -832,9 +943,9 @@ TEST(Concurrency, TwoCommunicatorsFromTwoThreadsWorld4) {
 }
 
 // The survivors must fail clearly and end long before the spawn deadline.
-void expect_peer_exit(int world, int die) {
+void expect_peer_exit_scenario(const std::string& scenario, int world, int die) {
   const auto deadline = 120s;
-  auto rs = spawn("peer_exit", world, deadline, {{"GS_DIE_RANK", std::to_string(die)}});
+  auto rs = spawn(scenario, world, deadline, {{"GS_DIE_RANK", std::to_string(die)}});
   for (const auto& r : rs) {
     EXPECT_FALSE(r.timed_out) << describe(r);
     EXPECT_EQ(r.exit_code, 0) << describe(r);
@@ -846,11 +957,17 @@ void expect_peer_exit(int world, int die) {
   }
 }
 
-TEST(Failure, PeerExitsBeforeCollectiveWorld2) { expect_peer_exit(2, 1); }
+TEST(Failure, PeerExitsBeforeCollectiveWorld2) { expect_peer_exit_scenario("peer_exit", 2, 1); }
 
-TEST(Failure, PeerExitsBeforeCollectiveWorld4) { expect_peer_exit(4, 2); }
+TEST(Failure, PeerExitsBeforeCollectiveWorld4) { expect_peer_exit_scenario("peer_exit", 4, 2); }
 
-TEST(Failure, StoreHostExitsBeforeCollectiveWorld4) { expect_peer_exit(4, 0); }
+TEST(Failure, StoreHostExitsBeforeCollectiveWorld4) {
+  expect_peer_exit_scenario("peer_exit", 4, 0);
+}
+
+TEST(Failure, PeerDiesMidCollectiveWorld2) { expect_peer_exit_scenario("peer_dies_mid", 2, 1); }
+
+TEST(Failure, PeerDiesMidCollectiveWorld4) { expect_peer_exit_scenario("peer_dies_mid", 4, 3); }
 
 TEST(Failure, PeerNeverCallsCollectiveTimesOut) {
   auto rs = spawn("peer_stall", 2, 120s);
