@@ -4,7 +4,7 @@
 // the same run. Ranks are real processes (this binary, re-executed) talking
 // Gloo on loopback, one thread each.
 //
-//   scripts/bench.sh fsdp_step [--ranks 2] [--steps 3] [--warmup 1]
+//   scripts/bench.sh fsdp_step [--ranks 2] [--steps 5] [--warmup 1]
 //                              [--batch 4] [--seq 128] [--layers 6] [--embd 512] [--vocab 10240]
 #include "shard/fully_shard.h"
 #include "shard/launch.h"
@@ -30,7 +30,7 @@
 namespace {
 
 struct Args {
-  int ranks = 2, steps = 3, warmup = 1, batch = 4, seq = 128, layers = 6, embd = 512, vocab = 10240;
+  int ranks = 2, steps = 5, warmup = 1, batch = 4, seq = 128, layers = 6, embd = 512, vocab = 10240;
 };
 
 Args parse(int argc, char** argv) {
