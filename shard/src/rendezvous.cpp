@@ -38,13 +38,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::string ranks_str(const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
-  os << "]";
-  return os.str();
-}
 
 int parse_int(const char* name, const std::string& value) {
   const char* b = value.data();
@@ -126,7 +119,7 @@ class GlooStoreAdapter final : public gloo::rendezvous::Store {
     std::ostringstream os;
     os << "timed out after " << t.count() << " ms waiting for group '" << group_
        << "' members";
-    if (!who.empty()) os << ": global ranks " << ranks_str(who) << " did not join";
+    if (!who.empty()) os << ": global ranks " << format_ranks(who) << " did not join";
     if (!raw.empty()) os << " (store keys " << raw << ")";
     throw CommError(os.str());
   }
@@ -223,7 +216,7 @@ class RendezvousImpl final : public Rendezvous {
           }
           failure = "rendezvous at " + where + " timed out after " +
                     std::to_string(timeout.count()) + " ms at rank " +
-                    std::to_string(info_.rank) + ": ranks " + ranks_str(who) +
+                    std::to_string(info_.rank) + ": ranks " + format_ranks(who) +
                     " of world size " + std::to_string(info_.world_size) +
                     " did not arrive";
           if (info_.rank == 0) {
@@ -309,14 +302,14 @@ class RendezvousImpl final : public Rendezvous {
                                     std::to_string(info_.world_size));
       }
       if (i > 0 && ranks[i] <= ranks[i - 1]) {
-        throw std::invalid_argument("new_group '" + name + "': ranks " + ranks_str(ranks) +
+        throw std::invalid_argument("new_group '" + name + "': ranks " + format_ranks(ranks) +
                                     " must be ascending and unique");
       }
     }
     if (!std::binary_search(ranks.begin(), ranks.end(), info_.rank)) {
       throw std::invalid_argument("new_group '" + name + "': this rank " +
                                   std::to_string(info_.rank) + " is not a member of " +
-                                  ranks_str(ranks));
+                                  format_ranks(ranks));
     }
     const std::string prefix =
         "gs/g/" + std::to_string(name.size()) + ":" + name + "/";
@@ -346,8 +339,8 @@ class RendezvousImpl final : public Rendezvous {
       if (it != groups_.end()) {
         if (it->second.ranks != ranks) {
           throw std::invalid_argument("new_group '" + name + "': already created with ranks " +
-                                      ranks_str(it->second.ranks) + ", now asked for " +
-                                      ranks_str(ranks));
+                                      format_ranks(it->second.ranks) + ", now asked for " +
+                                      format_ranks(ranks));
         }
         fut = it->second.future;
       } else {
@@ -405,7 +398,7 @@ class RendezvousImpl final : public Rendezvous {
       GlooStoreAdapter adapter(*store_, prefix, name, ranks, options_.timeout);
       ctx->connectFullMesh(adapter, device);
     } catch (const std::exception& e) {
-      throw CommError("new_group '" + name + "' (global ranks " + ranks_str(ranks) +
+      throw CommError("new_group '" + name + "' (global ranks " + format_ranks(ranks) +
                       ") failed to connect at global rank " + std::to_string(info_.rank) +
                       ": " + e.what());
     }

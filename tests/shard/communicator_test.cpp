@@ -34,13 +34,6 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::string ranks_str(const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
-  os << "]";
-  return os.str();
-}
 
 bool contains(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
@@ -304,7 +297,7 @@ int scenario_collectives() {
   SCHECK(world->backend_name() == "gloo", world->backend_name());
   std::vector<int> all(n);
   for (int i = 0; i < n; ++i) all[i] = i;
-  SCHECK(world->global_ranks() == all, ranks_str(world->global_ranks()));
+  SCHECK(world->global_ranks() == all, shard::format_ranks(world->global_ranks()));
   SCHECK(rdv->world() == world, "world() twice returns a different communicator");
 
   // 300001 fp32 elements per rank exceeds the 1 MiB pipelining chunk.
@@ -398,7 +391,7 @@ int scenario_subgroups() {
     try {
       auto c = rdv->new_group(name, ranks);
       SCHECK(c->size() == 2, name);
-      SCHECK(c->global_ranks() == ranks, name << " " << ranks_str(c->global_ranks()));
+      SCHECK(c->global_ranks() == ranks, name << " " << shard::format_ranks(c->global_ranks()));
       SCHECK(c->global_ranks()[c->rank()] == r, name);
       SCHECK(rdv->new_group(name, ranks) == c, name << " twice");
       for (int it = 0; it < 5; ++it) {
@@ -479,7 +472,7 @@ int scenario_peer_exit() {
   SCHECK(took < timeout_ms / 1000.0 + 5, "took " << took << " s");
   SCHECK(contains(msg, "all_gather_into"), msg);
   SCHECK(contains(msg, "unit 'h.3'"), msg);
-  SCHECK(contains(msg, "global ranks " + ranks_str(world->global_ranks())), msg);
+  SCHECK(contains(msg, "global ranks " + shard::format_ranks(world->global_ranks())), msg);
   SCHECK(contains(msg, "at global rank " + std::to_string(info.rank)), msg);
   SCHECK(w->is_completed(), "not completed");
   SCHECK(w->error() != nullptr, "no error()");

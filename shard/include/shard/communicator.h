@@ -104,6 +104,9 @@ class Communicator {
 };
 using CommunicatorPtr = std::shared_ptr<Communicator>;
 
+// "[0, 1, 3]": how errors print a group's ranks.
+std::string format_ranks(const std::vector<int>& ranks);
+
 // A Work that is already complete (used for size-1 groups and no-ops).
 WorkPtr completed_work();
 

@@ -4,6 +4,7 @@
 // captures every rank's output and enforces deadlines.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,17 +18,21 @@ struct LocalLaunchOptions {
   int nproc = 2;
   std::map<std::string, std::string> env;  // extra variables for every rank
   bool capture_rank0_stdout = false;
+  // Kill every rank still running after this long (0 = wait forever).
+  std::chrono::seconds timeout{0};
 };
 
 struct LocalLaunchResult {
   bool ok = false;                // every rank exited 0
   std::vector<int> exit_codes;    // per rank; -signal when killed
   std::string rank0_stdout;       // when captured
+  bool timed_out = false;
 };
 
 // Runs argv (argv[0] = program path; "/proc/self/exe" re-runs this program)
 // as ranks 0..nproc-1 with MASTER_ADDR=127.0.0.1, a free MASTER_PORT, RANK,
-// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, and waits for all of them.
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, and waits for all of them. Each
+// rank runs in its own process group and dies with the launcher.
 LocalLaunchResult launch_local(const std::vector<std::string>& argv, const LocalLaunchOptions& options);
 
 }  // namespace shard
