@@ -53,6 +53,7 @@ class Runtime {
   int64_t largest_unit_bytes() const { return largest_unit_bytes_; }
   int64_t total_param_numel() const { return total_param_numel_; }
   CommunicatorPtr shard_group() const { return shard_rs_; }
+  const std::shared_ptr<Rendezvous>& rendezvous() const { return rdzv_; }
   CommunicatorPtr replicate_group() const { return replicate_; }
   void set_no_sync(bool v) { no_sync_ = v; }
   // Finish everything still in flight (reductions, gathers). Safe twice.

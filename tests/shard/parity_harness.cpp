@@ -1,5 +1,6 @@
 #include "parity_harness.h"
 
+#include "shard/checkpoint.h"
 #include "shard/fully_shard.h"
 #include "shard/rendezvous.h"
 #include "worker/model.h"
@@ -12,19 +13,19 @@
 namespace gstest {
 namespace {
 
-greenshard::GPTConfig tiny_config() {
+greenshard::GPTConfig tiny_config(int n_layer = 3) {
   greenshard::GPTConfig c;
   c.vocab_size = 64;
   c.block_size = 16;
-  c.n_layer = 3;
+  c.n_layer = n_layer;
   c.n_head = 2;
   c.n_embd = 32;
   return c;
 }
 
-greenshard::GPT make_model() {
-  torch::manual_seed(1234);
-  return greenshard::GPT(tiny_config());
+greenshard::GPT make_model(int seed = 1234, int n_layer = 3) {
+  torch::manual_seed(seed);
+  return greenshard::GPT(tiny_config(n_layer));
 }
 
 // Global batch of step `step`: (idx, targets), each (global_batch, seq).
@@ -76,7 +77,7 @@ TrainResult reference_train(const TrainSpec& spec) {
 TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& options, RankMemory* mem) {
   auto info = shard::rendezvous_info_from_env();
   auto rdzv = shard::Rendezvous::connect(info, shard::CommunicatorOptions{options.timeout});
-  auto model = make_model();
+  auto model = make_model(spec.model_seed, spec.n_layer);
   shard::FullyShardedModel fsdp(model.ptr(), rdzv, options);
   auto opt = make_optimizer(fsdp.parameters(), spec);
   const int world = info.world_size, rank = info.rank;
@@ -84,7 +85,17 @@ TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& op
   if (rows % world != 0) throw std::invalid_argument("micro-batch rows not divisible by world size");
   const int mine = rows / world;
   TrainResult r;
-  for (int step = 0; step < spec.steps; ++step) {
+  if (!spec.resume_dir.empty()) {
+    const std::string dir = spec.resume_dir == "latest" ? shard::latest_checkpoint(spec.ckpt_root) : spec.resume_dir;
+    if (dir.empty()) throw std::runtime_error("no DONE checkpoint under " + spec.ckpt_root);
+    auto loaded = shard::load_checkpoint(fsdp, &opt, dir);
+    r.first_step = static_cast<int>(loaded.step);
+    if (loaded.extra != "data-position=" + std::to_string(loaded.step))
+      throw std::runtime_error("extra state not restored: '" + loaded.extra + "'");
+  }
+  for (int step = r.first_step; step < spec.steps; ++step) {
+    if (step == spec.save_at)
+      shard::save_checkpoint(fsdp, &opt, spec.ckpt_root, step, "data-position=" + std::to_string(step));
     auto [idx, tgt] = make_batch(spec, step);
     opt.zero_grad();
     double total = 0;

@@ -20,12 +20,20 @@ struct TrainSpec {
   double clip = 0;        // 0 = no clipping
   double lr = 1e-2;
   bool bf16 = false;
+  int n_layer = 3;
+  // Checkpointing (fsdp_train only): save after `save_at` steps into
+  // ckpt_root; or resume from resume_dir ("latest" = newest DONE one).
+  std::string ckpt_root;
+  int save_at = -1;
+  std::string resume_dir;
+  int model_seed = 1234;
 };
 
 struct TrainResult {
   std::vector<double> losses;                 // global mean loss per step
   std::vector<double> grad_norms;             // when clipping
   std::map<std::string, at::Tensor> params;   // final, fp32, by name
+  int first_step = 0;                         // > 0 when resumed
 };
 
 // Single process, plain LibTorch (no shard/ runtime).

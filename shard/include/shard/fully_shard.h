@@ -100,6 +100,7 @@ class FullyShardedModel {
   CommunicatorPtr replicate_group() const;
 
  private:
+  friend struct CheckpointAccess;
   std::unique_ptr<Runtime> rt_;
 };
 

@@ -1,0 +1,414 @@
+#include "shard/checkpoint.h"
+
+#include "runtime.h"
+#include "shard/fully_shard.h"
+
+#include <torch/optim/adamw.h>
+#include <torch/optim/optimizer.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace shard {
+
+struct CheckpointAccess {
+  static Runtime& rt(FullyShardedModel& m) { return *m.rt_; }
+};
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'T', '0', '1'};
+constexpr int kFormatVersion = 1;
+constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
+
+uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string to_hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string from_hex(const std::string& h, const std::string& where) {
+  if (h == "-") return "";
+  if (h.size() % 2) throw std::runtime_error(where + ": bad extra field");
+  std::string out;
+  for (size_t i = 0; i < h.size(); i += 2) out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+// Write to <path>.tmp, fsync, rename: a crash never leaves a half file under
+// the final name.
+void write_durable(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error("checkpoint: cannot create " + tmp);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      throw std::runtime_error("checkpoint: write failed: " + tmp);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) throw std::runtime_error("checkpoint: fsync failed: " + tmp);
+  fs::rename(tmp, path);
+  int dfd = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("checkpoint: missing file " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string state_key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+
+torch::optim::AdamW* as_adamw(torch::optim::Optimizer* opt) {
+  if (!opt) return nullptr;
+  auto* a = dynamic_cast<torch::optim::AdamW*>(opt);
+  if (!a) throw std::invalid_argument("checkpoint: only torch::optim::AdamW optimizer state is supported");
+  return a;
+}
+
+torch::optim::AdamWParamState* adam_state(torch::optim::AdamW* opt, const at::Tensor& p) {
+  if (!opt) return nullptr;
+  auto it = opt->state().find(state_key(p));
+  if (it == opt->state().end()) return nullptr;
+  return static_cast<torch::optim::AdamWParamState*>(it->second.get());
+}
+
+std::string step_dir(const std::string& root, int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "step_%08lld", static_cast<long long>(step));
+  return (fs::path(root) / buf).string();
+}
+
+struct ManifestUnit {
+  std::string name;
+  int64_t numel = 0, padded = 0, shard = 0;
+  std::vector<std::string> params;  // "name offset numel d0 d1 ..." canonical text
+};
+
+struct Manifest {
+  int world_size = 0, group_size = 0;
+  std::string strategy;
+  int64_t step = 0;
+  std::string extra;
+  bool adam = false;
+  int64_t adam_step = 0;
+  std::vector<ManifestUnit> units;
+  std::vector<std::pair<int64_t, uint64_t>> files;  // size, checksum per rank
+};
+
+std::string param_line(const FlatParamEntry& e) {
+  std::ostringstream os;
+  os << e.name << " " << e.offset << " " << e.numel << " " << e.shape.size();
+  for (auto d : e.shape) os << " " << d;
+  return os.str();
+}
+
+std::string unit_name(const std::string& n) { return n.empty() ? "<root>" : n; }
+
+Manifest parse_manifest(const std::string& path) {
+  std::istringstream in(read_all(path));
+  Manifest m;
+  std::string line, key;
+  int lineno = 0;
+  auto fail = [&](const std::string& why) {
+    throw std::runtime_error("checkpoint: " + path + " line " + std::to_string(lineno) + ": " + why);
+  };
+  auto next = [&](const std::string& want) -> std::istringstream {
+    if (!std::getline(in, line)) fail("unexpected end, expected '" + want + "'");
+    ++lineno;
+    std::istringstream ls(line);
+    ls >> key;
+    if (key != want) fail("expected '" + want + "', got '" + key + "'");
+    return ls;
+  };
+  try {
+    int version = 0;
+    next("greenshard-checkpoint") >> version;
+    if (version != kFormatVersion) fail("unsupported format version " + std::to_string(version));
+    next("world_size") >> m.world_size;
+    next("shard_group_size") >> m.group_size;
+    next("strategy") >> m.strategy;
+    next("step") >> m.step;
+    std::string hex;
+    next("extra") >> hex;
+    m.extra = from_hex(hex, path);
+    next("adam_state") >> m.adam >> m.adam_step;
+    size_t units = 0;
+    next("units") >> units;
+    if (m.world_size < 1 || m.group_size < 1 || m.world_size % m.group_size || units > 100000)
+      fail("inconsistent sizes");
+    for (size_t u = 0; u < units; ++u) {
+      ManifestUnit mu;
+      size_t nparams = 0;
+      auto ls = next("unit");
+      ls >> mu.name >> mu.numel >> mu.padded >> mu.shard >> nparams;
+      if (!ls || mu.padded != mu.shard * m.group_size || mu.numel > mu.padded) fail("bad unit line");
+      for (size_t p = 0; p < nparams; ++p) {
+        next("param");
+        mu.params.push_back(line.substr(6));
+      }
+      m.units.push_back(std::move(mu));
+    }
+    size_t files = 0;
+    next("files") >> files;
+    if (files != static_cast<size_t>(m.world_size)) fail("expected one file per rank");
+    for (size_t f = 0; f < files; ++f) {
+      std::string name, sum;
+      int64_t size = 0;
+      next("file") >> name >> size >> sum;
+      if (name != "rank_" + std::to_string(f) + ".bin") fail("unexpected file name " + name);
+      m.files.emplace_back(size, std::stoull(sum, nullptr, 16));
+    }
+  } catch (const std::invalid_argument&) {
+    fail("unparsable value");
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt_base, const std::string& root,
+                            int64_t step, const std::string& extra, const CheckpointOptions& options) {
+  if (step < 0) throw std::invalid_argument("save_checkpoint: step must be >= 0");
+  if (options.keep_last < 0) throw std::invalid_argument("save_checkpoint: keep_last must be >= 0");
+  auto* opt = as_adamw(opt_base);
+  Runtime& rt = CheckpointAccess::rt(model);
+  rt.finish_all();
+  auto world = rt.rendezvous()->world();
+  const int rank = rt.rendezvous()->rank(), W = rt.rendezvous()->world_size();
+  const std::string dir = step_dir(root, step);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) throw std::runtime_error("save_checkpoint: cannot create " + dir);
+  if (rank == 0) fs::remove(fs::path(dir) / "DONE", ec);  // rewriting a step: untrusted until done
+  world->barrier({rt.options().timeout, "checkpoint mkdir"})->wait();
+
+  // 1. This rank's shard: per unit master, exp_avg, exp_avg_sq (fp32).
+  std::string bytes(kMagic, sizeof kMagic);
+  bool have_adam = false;
+  int64_t adam_step = 0;
+  for (auto& u : rt.units()) {
+    at::Tensor master = u->master().detach().contiguous();
+    auto append = [&](const at::Tensor& t) {
+      bytes.append(static_cast<const char*>(t.data_ptr()), t.numel() * sizeof(float));
+    };
+    append(master);
+    auto* st = adam_state(opt, u->master());
+    if (st) {
+      have_adam = true;
+      adam_step = st->step();
+      append(st->exp_avg().contiguous());
+      append(st->exp_avg_sq().contiguous());
+    } else {
+      at::Tensor z = at::zeros_like(master);
+      append(z);
+      append(z);
+    }
+  }
+  write_durable((fs::path(dir) / ("rank_" + std::to_string(rank) + ".bin")).string(), bytes);
+
+  // 2. Everybody's size and checksum, for the manifest.
+  at::Tensor mine = at::empty({2}, at::kLong);
+  mine[0] = static_cast<int64_t>(bytes.size());
+  mine[1] = static_cast<int64_t>(fnv1a(kFnvOffset, bytes.data(), bytes.size()));
+  at::Tensor all = at::empty({2 * W}, at::kLong);
+  world->all_gather_into(all, mine, {rt.options().timeout, "checkpoint checksums"})->wait();
+  world->barrier({rt.options().timeout, "checkpoint shards written"})->wait();
+
+  // 3. Rank 0: manifest, then DONE.
+  if (rank == 0) {
+    std::ostringstream m;
+    m << "greenshard-checkpoint " << kFormatVersion << "\n"
+      << "world_size " << W << "\n"
+      << "shard_group_size " << rt.shard_group()->size() << "\n"
+      << "strategy " << to_string(rt.options().strategy) << "\n"
+      << "step " << step << "\n"
+      << "extra " << to_hex(extra) << "\n"
+      << "adam_state " << (have_adam ? 1 : 0) << " " << adam_step << "\n"
+      << "units " << rt.units().size() << "\n";
+    for (auto& u : rt.units()) {
+      const auto& l = u->layout();
+      m << "unit " << unit_name(u->name()) << " " << l.numel() << " " << l.padded_numel() << " " << l.shard_numel()
+        << " " << l.entries().size() << "\n";
+      for (const auto& e : l.entries()) m << "param " << param_line(e) << "\n";
+    }
+    m << "files " << W << "\n";
+    auto a = all.accessor<int64_t, 1>();
+    for (int r = 0; r < W; ++r)
+      m << "file rank_" << r << ".bin " << a[2 * r] << " " << hex64(static_cast<uint64_t>(a[2 * r + 1])) << "\n";
+    const std::string manifest = m.str();
+    write_durable((fs::path(dir) / "manifest.txt").string(), manifest);
+    write_durable((fs::path(dir) / "DONE").string(),
+                  "manifest " + hex64(fnv1a(kFnvOffset, manifest.data(), manifest.size())) + "\n");
+    if (options.keep_last > 0) {
+      std::vector<std::string> done;
+      for (const auto& entry : fs::directory_iterator(root, ec))
+        if (entry.path().filename().string().rfind("step_", 0) == 0 && fs::exists(entry.path() / "DONE"))
+          done.push_back(entry.path().string());
+      std::sort(done.begin(), done.end());
+      for (size_t i = 0; i + options.keep_last < done.size(); ++i) fs::remove_all(done[i], ec);
+    }
+  }
+  world->barrier({rt.options().timeout, "checkpoint done"})->wait();
+  return dir;
+}
+
+std::string latest_checkpoint(const std::string& root) {
+  std::error_code ec;
+  std::string best;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) != 0 || !fs::exists(entry.path() / "DONE")) continue;
+    if (best.empty() || name > fs::path(best).filename().string()) best = entry.path().string();
+  }
+  return best;
+}
+
+LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt_base, const std::string& dir) {
+  auto* opt = as_adamw(opt_base);
+  Runtime& rt = CheckpointAccess::rt(model);
+  rt.finish_all();
+  auto world = rt.rendezvous()->world();
+  struct Loaded {
+    at::Tensor master, m, v;
+  };
+  std::vector<Loaded> loaded;
+  Manifest man;
+  std::string error;
+  try {
+    const std::string done_path = (fs::path(dir) / "DONE").string();
+    if (!fs::exists(done_path))
+      throw std::runtime_error("checkpoint: " + dir + " has no DONE marker (incomplete checkpoint, not trusted)");
+    const std::string manifest_path = (fs::path(dir) / "manifest.txt").string();
+    const std::string manifest_text = read_all(manifest_path);
+    if (read_all(done_path) != "manifest " + hex64(fnv1a(kFnvOffset, manifest_text.data(), manifest_text.size())) + "\n")
+      throw std::runtime_error("checkpoint: " + manifest_path + " does not match the checksum in " + done_path);
+    man = parse_manifest(manifest_path);
+    // Same model?
+    auto other = [&](const std::string& why) {
+      throw std::runtime_error("checkpoint: " + manifest_path + " was written for another model: " + why);
+    };
+    if (man.units.size() != rt.units().size())
+      other(std::to_string(man.units.size()) + " units, this model has " + std::to_string(rt.units().size()));
+    for (size_t i = 0; i < man.units.size(); ++i) {
+      const auto& u = rt.units()[i];
+      const auto& mu = man.units[i];
+      if (mu.name != unit_name(u->name())) other("unit " + std::to_string(i) + " is '" + mu.name + "', here '" + unit_name(u->name()) + "'");
+      const auto& entries = u->layout().entries();
+      if (mu.params.size() != entries.size() || mu.numel != u->layout().numel())
+        other("unit '" + mu.name + "' has a different parameter set");
+      for (size_t p = 0; p < entries.size(); ++p)
+        if (mu.params[p] != param_line(entries[p])) other("parameter '" + mu.params[p] + "' vs '" + param_line(entries[p]) + "'");
+    }
+    // Which bytes of which old files this rank's new shards need; old shards
+    // of shard group 0 (ranks 0..G-1) cover everything.
+    std::map<int, std::string> files;  // verified contents
+    auto file = [&](int k) -> const std::string& {
+      auto it = files.find(k);
+      if (it != files.end()) return it->second;
+      const std::string path = (fs::path(dir) / ("rank_" + std::to_string(k) + ".bin")).string();
+      std::string bytes = read_all(path);
+      if (static_cast<int64_t>(bytes.size()) != man.files[k].first)
+        throw std::runtime_error("checkpoint: " + path + " has " + std::to_string(bytes.size()) + " bytes, manifest says " +
+                                 std::to_string(man.files[k].first) + " (truncated or wrong file)");
+      if (fnv1a(kFnvOffset, bytes.data(), bytes.size()) != man.files[k].second)
+        throw std::runtime_error("checkpoint: " + path + ": checksum mismatch (corrupted)");
+      if (bytes.compare(0, sizeof kMagic, std::string(kMagic, sizeof kMagic)) != 0)
+        throw std::runtime_error("checkpoint: " + path + ": not a GreenShard shard file");
+      return files.emplace(k, std::move(bytes)).first->second;
+    };
+    const int G = man.group_size;
+    const int g = rt.shard_group()->rank();
+    std::vector<int64_t> unit_base(man.units.size());
+    int64_t off = sizeof kMagic;
+    for (size_t i = 0; i < man.units.size(); ++i) {
+      unit_base[i] = off;
+      off += 3 * man.units[i].shard * static_cast<int64_t>(sizeof(float));
+    }
+    for (size_t i = 0; i < man.units.size(); ++i) {
+      const auto& mu = man.units[i];
+      const int64_t S = mu.shard, S2 = rt.units()[i]->layout().shard_numel();
+      const int64_t a = g * S2, b = std::min<int64_t>(a + S2, mu.numel);  // new range, unpadded part
+      Loaded l{at::zeros({S2}, at::kFloat), at::zeros({S2}, at::kFloat), at::zeros({S2}, at::kFloat)};
+      for (int64_t k = a / S; k < G && k * S < b; ++k) {
+        const int64_t lo = std::max(a, k * S), hi = std::min(b, (k + 1) * S);
+        if (lo >= hi) continue;
+        const std::string& bytes = file(static_cast<int>(k));
+        for (int part = 0; part < 3; ++part) {
+          at::Tensor& dst = part == 0 ? l.master : part == 1 ? l.m : l.v;
+          const int64_t src = unit_base[i] + (part * S + (lo - k * S)) * static_cast<int64_t>(sizeof(float));
+          std::memcpy(dst.data_ptr<float>() + (lo - a), bytes.data() + src, (hi - lo) * sizeof(float));
+        }
+      }
+      loaded.push_back(std::move(l));
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  // Everybody or nobody: one rank's bad file fails every rank.
+  at::Tensor bad = at::full({1}, error.empty() ? 0.0 : 1.0, at::kDouble);
+  world->all_reduce(bad, ReduceOp::kSum, {rt.options().timeout, "checkpoint load"})->wait();
+  if (!error.empty()) throw std::runtime_error(error);
+  if (bad.item<double>() > 0)
+    throw std::runtime_error("checkpoint: " + dir + ": another rank failed to read its part (see its error)");
+
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    at::Tensor master = rt.units()[i]->master();
+    master.detach().copy_(loaded[i].master);
+    if (opt && man.adam) {
+      auto st = std::make_unique<torch::optim::AdamWParamState>();
+      st->step(man.adam_step);
+      st->exp_avg(loaded[i].m);
+      st->exp_avg_sq(loaded[i].v);
+      opt->state()[state_key(master)] = std::move(st);
+    }
+  }
+  LoadedCheckpoint out;
+  out.step = man.step;
+  out.extra = man.extra;
+  out.saved_world_size = man.world_size;
+  return out;
+}
+
+}  // namespace shard

@@ -1,0 +1,219 @@
+// Sharded checkpoints: save on N ranks, resume on M ranks (real rank
+// processes on loopback), corruption and incomplete checkpoints.
+#include "common/spawn.h"
+#include "parity_harness.h"
+#include "shard/checkpoint.h"
+#include "shard/fully_shard.h"
+#include "shard/rendezvous.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+int run_rank() {
+  try {
+    gstest::TrainSpec spec;
+    spec.steps = 5;
+    spec.global_batch = 12;  // divisible by 2, 3 and 4 ranks
+    spec.ckpt_root = env_or("GS_CKPT_ROOT", "");
+    spec.save_at = std::stoi(env_or("GS_SAVE_AT", "-1"));
+    spec.resume_dir = env_or("GS_RESUME", "");
+    spec.model_seed = std::stoi(env_or("GS_SEED", "1234"));
+    spec.n_layer = std::stoi(env_or("GS_LAYERS", "3"));
+    shard::FullyShardOptions o;
+    o.strategy = shard::parse_sharding_strategy(env_or("GS_STRATEGY", "FULL_SHARD"));
+    o.wrap.predicate = [](const std::string& name, const torch::nn::Module&) {
+      return name.rfind("h.", 0) == 0 && name.find('.', 2) == std::string::npos;
+    };
+    if (o.strategy == shard::ShardingStrategy::kHybridShard) o.hybrid_shard_group_size = 2;
+    o.timeout = std::chrono::seconds(60);
+    auto r = gstest::fsdp_train(spec, o, nullptr);
+    if (env_or("RANK", "0") == "0") gstest::save_result(r, env_or("GS_OUT", ""));
+    return 0;
+  } catch (const std::exception& e) {
+    std::cout << "ERROR: " << e.what() << std::endl;
+    return 2;
+  }
+}
+
+struct Gang {
+  std::vector<gstest::RankResult> ranks;
+  bool ok() const {
+    for (const auto& r : ranks)
+      if (r.exit_code != 0) return false;
+    return true;
+  }
+  std::string output() const {
+    std::string s;
+    for (const auto& r : ranks) s += "--- rank " + std::to_string(r.rank) + "\n" + r.output;
+    return s;
+  }
+};
+
+Gang launch(int world, std::map<std::string, std::string> env) {
+  gstest::SpawnOptions so;
+  so.world_size = world;
+  so.timeout = std::chrono::seconds(180);
+  so.env = std::move(env);
+  so.env["GS_CHECKPOINT_RANK"] = "1";
+  so.env["OMP_NUM_THREADS"] = "1";
+  return Gang{gstest::run_ranks({gstest::self_exe()}, so)};
+}
+
+double rel_err(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-12);
+}
+
+struct ReshardCase {
+  const char* sentence;
+  int save_world;
+  int load_world;
+  const char* strategy;
+  const char* load_strategy;
+  double tol;
+};
+
+class Resume : public ::testing::TestWithParam<ReshardCase> {};
+
+TEST_P(Resume, ContinuesLikeTheUninterruptedRun) {
+  const auto& c = GetParam();
+  SCOPED_TRACE(c.sentence);
+  gstest::TempDir dir;
+  const std::string root = dir.file("ckpt");
+  // Uninterrupted: 5 steps, saving after 2.
+  auto a = launch(c.save_world, {{"GS_CKPT_ROOT", root}, {"GS_SAVE_AT", "2"}, {"GS_OUT", dir.file("a.pt")},
+                                 {"GS_STRATEGY", c.strategy}});
+  ASSERT_TRUE(a.ok()) << a.output();
+  ASSERT_FALSE(shard::latest_checkpoint(root).empty());
+  // Resumed from step 2 on another world size, from a differently seeded
+  // model: everything must come from the checkpoint.
+  auto b = launch(c.load_world, {{"GS_CKPT_ROOT", root}, {"GS_RESUME", "latest"}, {"GS_SEED", "99"},
+                                 {"GS_OUT", dir.file("b.pt")}, {"GS_STRATEGY", c.load_strategy}});
+  ASSERT_TRUE(b.ok()) << b.output();
+  auto ra = gstest::load_result(dir.file("a.pt"));
+  auto rb = gstest::load_result(dir.file("b.pt"));
+  ASSERT_EQ(ra.losses.size(), 5u);
+  ASSERT_EQ(rb.losses.size(), 3u) << "resumed at step 2";
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_LE(std::abs(rb.losses[i] - ra.losses[i + 2]) / ra.losses[i + 2], c.tol) << "step " << i + 2;
+  for (const auto& [name, t] : ra.params) EXPECT_LE(rel_err(rb.params.at(name), t), c.tol) << name;
+}
+
+const ReshardCase kCases[] = {
+    {"two ranks save, two ranks resume: the same continuation", 2, 2, "FULL_SHARD", "FULL_SHARD", 1e-7},
+    {"two ranks save, four ranks resume (reshard up)", 2, 4, "FULL_SHARD", "FULL_SHARD", 1e-5},
+    {"four ranks save, two ranks resume (reshard down)", 4, 2, "FULL_SHARD", "FULL_SHARD", 1e-5},
+    {"four ranks save, three ranks resume (new padding)", 4, 3, "FULL_SHARD", "FULL_SHARD", 1e-5},
+    {"no-shard replicas save, full-shard pair resumes", 2, 2, "NO_SHARD", "FULL_SHARD", 1e-5},
+    {"hybrid two-by-two saves, no-shard pair resumes", 4, 2, "HYBRID_SHARD", "NO_SHARD", 1e-5},
+};
+
+std::string case_name(const ::testing::TestParamInfo<ReshardCase>& info) {
+  std::string s;
+  for (const char* p = info.param.sentence; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, Resume, ::testing::ValuesIn(kCases), case_name);
+
+class Damaged : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = dir.file("ckpt");
+    // Checkpoints after 2 and after 4 steps.
+    for (const char* at : {"2", "4"}) {
+      auto r = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_SAVE_AT", at}, {"GS_OUT", dir.file("x.pt")}});
+      ASSERT_TRUE(r.ok()) << r.output();
+    }
+    step2 = (fs::path(root) / "step_00000002").string();
+    step4 = (fs::path(root) / "step_00000004").string();
+    ASSERT_EQ(shard::latest_checkpoint(root), step4);
+  }
+  Gang resume(const std::string& d, std::map<std::string, std::string> extra = {}) {
+    extra["GS_CKPT_ROOT"] = root;
+    extra["GS_RESUME"] = d;
+    extra["GS_OUT"] = dir.file("y.pt");
+    return launch(2, extra);
+  }
+  gstest::TempDir dir;
+  std::string root, step2, step4;
+};
+
+TEST_F(Damaged, CorruptShardIsAClearErrorNamingTheFileAndThePreviousCheckpointStillLoads) {
+  const std::string victim = step4 + "/rank_1.bin";
+  {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  auto bad = resume(step4);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.output().find("rank_1.bin: checksum mismatch"), std::string::npos) << bad.output();
+  auto good = resume(step2);
+  EXPECT_TRUE(good.ok()) << good.output();
+}
+
+TEST_F(Damaged, TruncatedOrMissingShardIsAClearError) {
+  fs::resize_file(step4 + "/rank_0.bin", 64);
+  auto bad = resume(step4);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.output().find("rank_0.bin has 64 bytes"), std::string::npos) << bad.output();
+  fs::remove(step4 + "/rank_0.bin");
+  bad = resume(step4);
+  EXPECT_NE(bad.output().find("missing file"), std::string::npos) << bad.output();
+}
+
+TEST_F(Damaged, CheckpointWithoutDoneMarkerIsNotTrusted) {
+  fs::remove(step4 + "/DONE");  // as if the save had crashed before DONE
+  EXPECT_EQ(shard::latest_checkpoint(root), step2);
+  auto bad = resume(step4);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.output().find("no DONE marker"), std::string::npos) << bad.output();
+  EXPECT_TRUE(resume("latest").ok());
+}
+
+TEST_F(Damaged, ManifestOfAnotherModelIsAClearError) {
+  auto bad = resume(step4, {{"GS_LAYERS", "2"}});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.output().find("was written for another model"), std::string::npos) << bad.output();
+  EXPECT_NE(bad.output().find("manifest.txt"), std::string::npos) << bad.output();
+}
+
+TEST(CheckpointRetention, KeepsTheNewestK) {
+  // Parameters-only checkpoints of a one-rank model, in-process.
+  gstest::TempDir dir;
+  shard::RendezvousInfo info{"127.0.0.1", gstest::free_port(), 0, 1, 0, 1};
+  auto rdzv = shard::Rendezvous::connect(info);
+  auto m = std::make_shared<torch::nn::Module>();
+  m->register_module("l", torch::nn::Linear(3, 3));
+  shard::FullyShardedModel fsdp(m, rdzv, {});
+  shard::CheckpointOptions keep2;
+  keep2.keep_last = 2;
+  for (int s = 1; s <= 4; ++s) shard::save_checkpoint(fsdp, nullptr, dir.path(), s, "", keep2);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"step_00000003", "step_00000004"}));
+  EXPECT_THROW(shard::save_checkpoint(fsdp, nullptr, dir.path(), -1), std::invalid_argument);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (std::getenv("GS_CHECKPOINT_RANK")) return run_rank();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
