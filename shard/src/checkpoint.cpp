@@ -5,6 +5,8 @@
 
 #include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -409,6 +411,72 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
   out.extra = man.extra;
   out.saved_world_size = man.world_size;
   return out;
+}
+
+void export_full_state_dict(FullyShardedModel& model, const std::string& path) {
+  Runtime& rt = CheckpointAccess::rt(model);
+  rt.finish_all();
+  const bool writer = rt.rendezvous()->rank() == 0;
+  torch::serialize::OutputArchive archive;
+  for (auto& u : rt.units()) {
+    const bool was_sharded = u->shard_state() != ShardState::kUnsharded;
+    u->wait_unshard();
+    auto values = u->copy_full_params();
+    if (was_sharded) u->reshard();
+    if (writer)
+      for (size_t i = 0; i < values.size(); ++i) archive.write(u->layout().entries()[i].name, values[i]);
+  }
+  std::string error;
+  if (writer) {
+    try {
+      const std::string tmp = path + ".tmp";
+      archive.save_to(tmp);
+      fs::rename(tmp, path);
+    } catch (const std::exception& e) {
+      error = std::string("export_full_state_dict: cannot write ") + path + ": " + e.what();
+    }
+  }
+  at::Tensor bad = at::full({1}, error.empty() ? 0.0 : 1.0, at::kDouble);
+  rt.rendezvous()->world()->all_reduce(bad, ReduceOp::kSum, {rt.options().timeout, "export"})->wait();
+  if (!error.empty()) throw std::runtime_error(error);
+  if (bad.item<double>() > 0) throw std::runtime_error("export_full_state_dict: rank 0 failed to write " + path);
+}
+
+void import_full_state_dict(FullyShardedModel& model, const std::string& path) {
+  Runtime& rt = CheckpointAccess::rt(model);
+  rt.finish_all();
+  std::vector<at::Tensor> shards;
+  std::string error;
+  try {
+    if (!fs::exists(path)) throw std::runtime_error("import_full_state_dict: missing file " + path);
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    for (auto& u : rt.units()) {
+      const auto& l = u->layout();
+      at::Tensor flat = at::zeros({l.padded_numel()}, at::kFloat);
+      for (const auto& e : l.entries()) {
+        at::Tensor t;
+        if (!archive.try_read(e.name, t))
+          throw std::runtime_error("import_full_state_dict: " + path + " has no parameter '" + e.name + "'");
+        if (t.sizes().vec() != e.shape)
+          throw std::runtime_error("import_full_state_dict: " + path + ": parameter '" + e.name + "' has shape " +
+                                   c10::str(t.sizes()) + ", the model has " + c10::str(at::IntArrayRef(e.shape)));
+        flat.narrow(0, e.offset, e.numel).copy_(t.reshape({-1}).to(at::kFloat));
+      }
+      const int64_t S = l.shard_numel();
+      shards.push_back(u->always_unsharded() ? flat : flat.narrow(0, rt.shard_group()->rank() * S, S).clone());
+    }
+  } catch (const c10::Error& e) {
+    error = "import_full_state_dict: cannot read " + path + ": " + e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  at::Tensor bad = at::full({1}, error.empty() ? 0.0 : 1.0, at::kDouble);
+  rt.rendezvous()->world()->all_reduce(bad, ReduceOp::kSum, {rt.options().timeout, "import"})->wait();
+  if (!error.empty()) throw std::runtime_error(error);
+  if (bad.item<double>() > 0) throw std::runtime_error("import_full_state_dict: another rank failed to read " + path);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < shards.size(); ++i) rt.units()[i]->master().detach().copy_(shards[i]);
 }
 
 }  // namespace shard

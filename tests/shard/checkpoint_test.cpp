@@ -33,6 +33,9 @@ int run_rank() {
     spec.resume_dir = env_or("GS_RESUME", "");
     spec.model_seed = std::stoi(env_or("GS_SEED", "1234"));
     spec.n_layer = std::stoi(env_or("GS_LAYERS", "3"));
+    spec.steps = std::stoi(env_or("GS_STEPS", "5"));
+    spec.import_path = env_or("GS_IMPORT", "");
+    spec.export_path = env_or("GS_EXPORT", "");
     shard::FullyShardOptions o;
     o.strategy = shard::parse_sharding_strategy(env_or("GS_STRATEGY", "FULL_SHARD"));
     o.wrap.predicate = [](const std::string& name, const torch::nn::Module&) {
@@ -190,6 +193,31 @@ TEST_F(Damaged, ManifestOfAnotherModelIsAClearError) {
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.output().find("was written for another model"), std::string::npos) << bad.output();
   EXPECT_NE(bad.output().find("manifest.txt"), std::string::npos) << bad.output();
+}
+
+TEST(ConsolidatedStateDict, ExportOnTwoRanksImportsOnThreeAndLoadsInLibTorch) {
+  gstest::TempDir dir;
+  const std::string file = dir.file("full.pt");
+  auto a = launch(2, {{"GS_STEPS", "2"}, {"GS_EXPORT", file}, {"GS_OUT", dir.file("a.pt")}});
+  ASSERT_TRUE(a.ok()) << a.output();
+  auto ra = gstest::load_result(dir.file("a.pt"));
+  // LibTorch reads it: every parameter by name, equal to the trained values.
+  torch::serialize::InputArchive archive;
+  archive.load_from(file);
+  for (const auto& [name, t] : ra.params) {
+    at::Tensor got;
+    ASSERT_TRUE(archive.try_read(name, got)) << name;
+    EXPECT_TRUE(at::equal(got, t)) << name;
+  }
+  // Import into a differently seeded model on three ranks, zero steps.
+  auto b = launch(3, {{"GS_STEPS", "0"}, {"GS_SEED", "99"}, {"GS_IMPORT", file}, {"GS_OUT", dir.file("b.pt")}});
+  ASSERT_TRUE(b.ok()) << b.output();
+  auto rb = gstest::load_result(dir.file("b.pt"));
+  for (const auto& [name, t] : ra.params) EXPECT_TRUE(at::equal(rb.params.at(name), t)) << name;
+  // Another model's file: a clear error naming the parameter.
+  auto c = launch(2, {{"GS_STEPS", "0"}, {"GS_LAYERS", "4"}, {"GS_IMPORT", file}, {"GS_OUT", dir.file("c.pt")}});
+  EXPECT_FALSE(c.ok());
+  EXPECT_NE(c.output().find("has no parameter 'h.3."), std::string::npos) << c.output();
 }
 
 TEST(CheckpointRetention, KeepsTheNewestK) {

@@ -93,6 +93,7 @@ TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& op
     if (loaded.extra != "data-position=" + std::to_string(loaded.step))
       throw std::runtime_error("extra state not restored: '" + loaded.extra + "'");
   }
+  if (!spec.import_path.empty()) shard::import_full_state_dict(fsdp, spec.import_path);
   for (int step = r.first_step; step < spec.steps; ++step) {
     if (step == spec.save_at)
       shard::save_checkpoint(fsdp, &opt, spec.ckpt_root, step, "data-position=" + std::to_string(step));
@@ -126,6 +127,7 @@ TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& op
     mem->total_numel = stats.total_param_numel;
     for (const auto& u : fsdp.units()) mem->padded_total += u.padded_numel;
   }
+  if (!spec.export_path.empty()) shard::export_full_state_dict(fsdp, spec.export_path);
   r.params = fsdp.full_parameters();
   rdzv->world()->barrier()->wait();
   return r;

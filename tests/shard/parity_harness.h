@@ -27,6 +27,8 @@ struct TrainSpec {
   int save_at = -1;
   std::string resume_dir;
   int model_seed = 1234;
+  // Consolidated state dict: import before training, export after it.
+  std::string import_path, export_path;
 };
 
 struct TrainResult {

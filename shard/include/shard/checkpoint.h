@@ -47,4 +47,17 @@ struct LoadedCheckpoint {
 // another model; the model is untouched then.
 LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt, const std::string& dir);
 
+// Consolidated export (collective): rank 0 writes the full, unflattened
+// parameters by qualified name as a LibTorch archive
+// (torch::serialize::InputArchive reads it; each tensor under its name).
+// Units are gathered one at a time, so no rank holds more than one unit's
+// unsharded buffer; rank 0 accumulates the fp32 copies it writes.
+void export_full_state_dict(FullyShardedModel& model, const std::string& path);
+
+// Import (collective): every rank reads such an archive (or one LibTorch's
+// torch::save(module) wrote) and keeps its shard of every unit. Throws
+// std::runtime_error naming the file and the parameter when one is missing
+// or has another shape; the model is untouched then.
+void import_full_state_dict(FullyShardedModel& model, const std::string& path);
+
 }  // namespace shard
