@@ -207,6 +207,14 @@ Manifest parse_manifest(const std::string& path) {
   return m;
 }
 
+// Everybody or nobody: one rank's error fails every rank (collective).
+void agree_or_throw(Runtime& rt, const std::string& error, const std::string& others_failed) {
+  at::Tensor bad = at::full({1}, error.empty() ? 0.0 : 1.0, at::kDouble);
+  rt.rendezvous()->world()->all_reduce(bad, ReduceOp::kSum, {rt.options().timeout, "checkpoint agreement"})->wait();
+  if (!error.empty()) throw std::runtime_error(error);
+  if (bad.item<double>() > 0) throw std::runtime_error(others_failed);
+}
+
 }  // namespace
 
 std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt_base, const std::string& root,
@@ -310,7 +318,6 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
   auto* opt = as_adamw(opt_base);
   Runtime& rt = CheckpointAccess::rt(model);
   rt.finish_all();
-  auto world = rt.rendezvous()->world();
   struct Loaded {
     at::Tensor master, m, v;
   };
@@ -387,12 +394,7 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
   } catch (const std::exception& e) {
     error = e.what();
   }
-  // Everybody or nobody: one rank's bad file fails every rank.
-  at::Tensor bad = at::full({1}, error.empty() ? 0.0 : 1.0, at::kDouble);
-  world->all_reduce(bad, ReduceOp::kSum, {rt.options().timeout, "checkpoint load"})->wait();
-  if (!error.empty()) throw std::runtime_error(error);
-  if (bad.item<double>() > 0)
-    throw std::runtime_error("checkpoint: " + dir + ": another rank failed to read its part (see its error)");
+  agree_or_throw(rt, error, "checkpoint: " + dir + ": another rank failed to read its part (see its error)");
 
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < loaded.size(); ++i) {
@@ -415,17 +417,12 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
 
 void export_full_state_dict(FullyShardedModel& model, const std::string& path) {
   Runtime& rt = CheckpointAccess::rt(model);
-  rt.finish_all();
   const bool writer = rt.rendezvous()->rank() == 0;
   torch::serialize::OutputArchive archive;
-  for (auto& u : rt.units()) {
-    const bool was_sharded = u->shard_state() != ShardState::kUnsharded;
-    u->wait_unshard();
-    auto values = u->copy_full_params();
-    if (was_sharded) u->reshard();
+  rt.for_each_full_unit([&](Unit& u, const std::vector<at::Tensor>& values) {
     if (writer)
-      for (size_t i = 0; i < values.size(); ++i) archive.write(u->layout().entries()[i].name, values[i]);
-  }
+      for (size_t i = 0; i < values.size(); ++i) archive.write(u.layout().entries()[i].name, values[i]);
+  });
   std::string error;
   if (writer) {
     try {
@@ -436,10 +433,7 @@ void export_full_state_dict(FullyShardedModel& model, const std::string& path) {
       error = std::string("export_full_state_dict: cannot write ") + path + ": " + e.what();
     }
   }
-  at::Tensor bad = at::full({1}, error.empty() ? 0.0 : 1.0, at::kDouble);
-  rt.rendezvous()->world()->all_reduce(bad, ReduceOp::kSum, {rt.options().timeout, "export"})->wait();
-  if (!error.empty()) throw std::runtime_error(error);
-  if (bad.item<double>() > 0) throw std::runtime_error("export_full_state_dict: rank 0 failed to write " + path);
+  agree_or_throw(rt, error, "export_full_state_dict: rank 0 failed to write " + path);
 }
 
 void import_full_state_dict(FullyShardedModel& model, const std::string& path) {
@@ -471,10 +465,7 @@ void import_full_state_dict(FullyShardedModel& model, const std::string& path) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  at::Tensor bad = at::full({1}, error.empty() ? 0.0 : 1.0, at::kDouble);
-  rt.rendezvous()->world()->all_reduce(bad, ReduceOp::kSum, {rt.options().timeout, "import"})->wait();
-  if (!error.empty()) throw std::runtime_error(error);
-  if (bad.item<double>() > 0) throw std::runtime_error("import_full_state_dict: another rank failed to read " + path);
+  agree_or_throw(rt, error, "import_full_state_dict: another rank failed to read " + path);
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < shards.size(); ++i) rt.units()[i]->master().detach().copy_(shards[i]);
 }

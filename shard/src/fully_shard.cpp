@@ -118,15 +118,10 @@ FullyShardedModel::NoSyncGuard::~NoSyncGuard() { rt_->set_no_sync(false); }
 FullyShardedModel::NoSyncGuard FullyShardedModel::no_sync() { return NoSyncGuard(rt_.get()); }
 
 std::map<std::string, at::Tensor> FullyShardedModel::full_parameters() {
-  rt_->finish_all();
   std::map<std::string, at::Tensor> out;
-  for (auto& u : rt_->units()) {
-    const bool was_sharded = u->shard_state() != ShardState::kUnsharded;
-    u->wait_unshard();
-    auto values = u->copy_full_params();
-    for (size_t i = 0; i < values.size(); ++i) out[u->layout().entries()[i].name] = values[i];
-    if (was_sharded) u->reshard();
-  }
+  rt_->for_each_full_unit([&](Unit& u, const std::vector<at::Tensor>& values) {
+    for (size_t i = 0; i < values.size(); ++i) out[u.layout().entries()[i].name] = values[i];
+  });
   return out;
 }
 

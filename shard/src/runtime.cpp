@@ -315,6 +315,17 @@ void Runtime::final_callback() {
   trace("end_backward", nullptr);
 }
 
+void Runtime::for_each_full_unit(const std::function<void(Unit&, const std::vector<at::Tensor>&)>& fn) {
+  finish_all();
+  for (auto& u : units_) {
+    const bool was_sharded = u->shard_state() != ShardState::kUnsharded;
+    u->wait_unshard();
+    auto values = u->copy_full_params();
+    if (was_sharded) u->reshard();
+    fn(*u, values);
+  }
+}
+
 void Runtime::finish_all() {
   advance_reductions(true);
   for (auto& u : units_) {

@@ -21,6 +21,7 @@
 #include "shard/rendezvous.h"
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,9 @@ class Runtime {
   void set_no_sync(bool v) { no_sync_ = v; }
   // Finish everything still in flight (reductions, gathers). Safe twice.
   void finish_all();
+  // Collective: gathers one unit at a time, hands its full fp32 parameters
+  // (in layout order) to fn, and reshards it again before the next.
+  void for_each_full_unit(const std::function<void(Unit&, const std::vector<at::Tensor>&)>& fn);
 
  private:
   void build_units();
