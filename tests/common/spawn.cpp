@@ -2,6 +2,8 @@
 // each, output to an unlinked temp file), free ports, temp dirs.
 #include "common/spawn.h"
 
+#include <cctype>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -264,6 +266,12 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+std::string test_name(const char* sentence) {
+  std::string s;
+  for (const char* p = sentence; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return s;
 }
 
 }  // namespace gstest

@@ -44,6 +44,10 @@ RankResult run_process(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env,
                        std::chrono::seconds timeout);
 
+// A table row's sentence as a GoogleTest name: every non-alphanumeric
+// character becomes '_'.
+std::string test_name(const char* sentence);
+
 // mkdtemp under $TMPDIR; removed recursively in the destructor.
 class TempDir {
  public:

@@ -124,11 +124,7 @@ const ReshardCase kCases[] = {
     {"hybrid two-by-two saves, no-shard pair resumes", 4, 2, "HYBRID_SHARD", "NO_SHARD", 1e-5},
 };
 
-std::string case_name(const ::testing::TestParamInfo<ReshardCase>& info) {
-  std::string s;
-  for (const char* p = info.param.sentence; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
-  return s;
-}
+std::string case_name(const ::testing::TestParamInfo<ReshardCase>& info) { return gstest::test_name(info.param.sentence); }
 
 INSTANTIATE_TEST_SUITE_P(Table, Resume, ::testing::ValuesIn(kCases), case_name);
 

@@ -184,11 +184,7 @@ const ParityCase kParity[] = {
     {"two ranks, hybrid shard with groups of one", 2, "HYBRID_SHARD", true, 1},
 };
 
-std::string case_name(const ::testing::TestParamInfo<ParityCase>& info) {
-  std::string s;
-  for (const char* p = info.param.sentence; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
-  return s;
-}
+std::string case_name(const ::testing::TestParamInfo<ParityCase>& info) { return gstest::test_name(info.param.sentence); }
 
 INSTANTIATE_TEST_SUITE_P(Table, Parity, ::testing::ValuesIn(kParity), case_name);
 
