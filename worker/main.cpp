@@ -83,6 +83,11 @@ Flags parse(int argc, char** argv) {
     else usage_error("unknown flag '" + a + "'");
   }
   if (f.data.empty()) usage_error("--data: required");
+  try {
+    shard::parse_sharding_strategy(f.strategy, "--strategy");
+  } catch (const std::invalid_argument& e) {
+    usage_error(e.what());
+  }
   return f;
 }
 
