@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev libgloo-dev libopenblas0-pthread
   libgtest-dev libgmock-dev
+  nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev
+  libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
 )
 
 SUDO=""
