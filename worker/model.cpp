@@ -2,10 +2,12 @@
 
 #include "shard/fully_shard.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Reduction.h>
 #include <torch/utils.h>
 
 #include <cmath>
+#include <mutex>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -150,8 +152,9 @@ BlockImpl::BlockImpl(const GPTConfig& c) {
   mlp = register_module("mlp", MLP(c));
 }
 
-at::Tensor BlockImpl::forward(const at::Tensor& x) {
-  return shard::forward_unit(*this, [&] {
+at::Tensor BlockImpl::forward(const at::Tensor& input) {
+  // (input only: a block may recompute its forward in backward)
+  return shard::forward_unit(*this, input, [this](const at::Tensor& x) {
     // (B, T, C) -> (B, T, C)
     at::Tensor y = x + attn->forward(ln_1->forward(x));
     // (B, T, C) -> (B, T, C)
@@ -159,38 +162,58 @@ at::Tensor BlockImpl::forward(const at::Tensor& x) {
   });
 }
 
-GPTImpl::GPTImpl(const GPTConfig& c) : config_(c) {
+GPTImpl::GPTImpl(const GPTConfig& c, bool deferred) : config_(c) {
   validate(c);
-  wte = register_module("wte", torch::nn::Embedding(c.vocab_size, c.n_embd));
-  wpe = register_module("wpe", torch::nn::Embedding(c.block_size, c.n_embd));
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    init_seed_ = at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+  }
+  // Deferred: each submodule gives its storage back as soon as it is built.
+  auto built = [&](auto holder) {
+    if (deferred) shard::defer_parameters(*holder.ptr());
+    return holder;
+  };
+  wte = register_module("wte", built(torch::nn::Embedding(c.vocab_size, c.n_embd)));
+  wpe = register_module("wpe", built(torch::nn::Embedding(c.block_size, c.n_embd)));
   h = register_module("h", torch::nn::ModuleList());
-  for (int64_t i = 0; i < c.n_layer; ++i) h->push_back(Block(c));
-  ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
-  init_weights();
+  for (int64_t i = 0; i < c.n_layer; ++i) h->push_back(built(Block(c)));
+  ln_f = register_module("ln_f", built(torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}))));
+  if (!deferred) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : named_parameters(/*recurse=*/true)) init_parameter(p.key(), p.value());
+  }
 }
 
-void GPTImpl::init_weights() {
+void GPTImpl::init_parameter(const std::string& name, at::Tensor& param) const {
   torch::NoGradGuard no_grad;
-  // Modules in registration (pre-)order, so the RNG draws are deterministic.
-  for (const auto& m : modules(/*include_self=*/false)) {
-    if (auto* lin = m->as<torch::nn::LinearImpl>()) {
-      lin->weight.normal_(0.0, 0.02);
-      if (lin->bias.defined()) lin->bias.zero_();
-    } else if (auto* emb = m->as<torch::nn::EmbeddingImpl>()) {
-      emb->weight.normal_(0.0, 0.02);
-    } else if (auto* ln = m->as<torch::nn::LayerNormImpl>()) {
-      ln->weight.fill_(1.0);
-      ln->bias.zero_();
-    }
+  auto ends_with = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  // FNV-1a of the name, mixed with the model's seed: one generator each.
+  uint64_t h = 1469598103934665603ull ^ init_seed_;
+  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(h);
+  const bool layer_norm = name.rfind("ln_f.", 0) == 0 || name.find(".ln_1.") != std::string::npos ||
+                          name.find(".ln_2.") != std::string::npos;
+  if (layer_norm) {
+    param.fill_(ends_with(".weight") ? 1.0 : 0.0);
+  } else if (ends_with(".bias")) {
+    param.zero_();
+  } else if (ends_with(".c_proj.weight")) {
+    // Residual projections: scaled so the residual stream's variance does
+    // not grow with depth (GPT-2 paper).
+    param.normal_(0.0, 0.02 / std::sqrt(2.0 * static_cast<double>(config_.n_layer)), gen);
+  } else if (ends_with(".weight")) {
+    param.normal_(0.0, 0.02, gen);
+  } else {
+    throw std::invalid_argument("GPT::init_parameter: unknown parameter '" + name + "'");
   }
-  // Residual projections: scaled so the residual stream's variance does not
-  // grow with depth (GPT-2 paper).
-  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config_.n_layer));
-  for (const auto& b : *h) {
-    auto* block = b->as<BlockImpl>();
-    block->attn->c_proj->weight.normal_(0.0, proj_std);
-    block->mlp->c_proj->weight.normal_(0.0, proj_std);
-  }
+}
+
+std::function<void(const std::string&, at::Tensor&)> GPTImpl::param_init() {
+  auto self = std::static_pointer_cast<GPTImpl>(shared_from_this());
+  return [self](const std::string& name, at::Tensor& param) { self->init_parameter(name, param); };
 }
 
 at::Tensor GPTImpl::forward(const at::Tensor& idx) {

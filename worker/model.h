@@ -33,6 +33,8 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace greenshard {
 
@@ -112,9 +114,23 @@ class GPTImpl : public torch::nn::Module {
  public:
   // Validates the config and initializes the weights GPT-2 style (normal(0,
   // 0.02), zero biases, c_proj weights normal(0, 0.02/sqrt(2*n_layer)),
-  // LayerNorm 1/0) from the global torch RNG: deterministic given
-  // torch::manual_seed.
-  explicit GPTImpl(const GPTConfig& config);
+  // LayerNorm 1/0). Each parameter draws from its own generator, seeded by
+  // init_seed() and its qualified name, so the values do not depend on the
+  // order parameters are initialized in; init_seed() is one draw from the
+  // global torch RNG: deterministic given torch::manual_seed.
+  //
+  // deferred = true: no parameter keeps storage (shard::defer_parameters,
+  // block by block, so building needs one block's memory at most); shard it
+  // with FullyShardOptions::param_init = the model's param_init(), which
+  // produces exactly the values the non-deferred build has.
+  explicit GPTImpl(const GPTConfig& config, bool deferred = false);
+
+  // Fills `param` (shaped like the parameter `name`) with its initial value.
+  void init_parameter(const std::string& name, at::Tensor& param) const;
+  // A FullyShardOptions::param_init calling init_parameter (keeps the
+  // module alive).
+  std::function<void(const std::string&, at::Tensor&)> param_init();
+  uint64_t init_seed() const { return init_seed_; }
 
   // idx (B, T) int64 token ids, T <= block_size -> logits (B, T, vocab_size)
   // in the parameters' dtype.
@@ -131,9 +147,8 @@ class GPTImpl : public torch::nn::Module {
   torch::nn::LayerNorm ln_f{nullptr};
 
  private:
-  void init_weights();
-
   GPTConfig config_;
+  uint64_t init_seed_ = 0;
 };
 TORCH_MODULE(GPT);
 

@@ -31,6 +31,19 @@ at::Tensor FlatParamLayout::flatten_values() const {
   return flat;
 }
 
+at::Tensor FlatParamLayout::materialize(const std::function<void(const std::string&, at::Tensor&)>& init) const {
+  at::NoGradGuard no_grad;
+  at::Tensor flat = at::zeros({padded_numel_}, at::kFloat);
+  for (const auto& e : entries_) {
+    at::Tensor view = flat.narrow(0, e.offset, e.numel).view(e.shape);
+    init(e.name, view);
+    if (view.data_ptr() != flat.narrow(0, e.offset, e.numel).data_ptr() || !view.sizes().equals(e.shape))
+      throw std::invalid_argument("fully_shard: param_init for '" + e.name +
+                                  "' must fill the tensor it is given in place, not replace it");
+  }
+  return flat;
+}
+
 std::vector<at::Tensor> FlatParamLayout::views(const at::Tensor& flat) const {
   std::vector<at::Tensor> out;
   out.reserve(entries_.size());

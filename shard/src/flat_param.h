@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ class FlatParamLayout {
   // Copies the parameters' current values into a new flat fp32 tensor
   // (padding zero).
   at::Tensor flatten_values() const;
+  // A new flat fp32 tensor whose parameter views init(name, view) fills
+  // (padding zero); the parameters themselves are not read.
+  at::Tensor materialize(const std::function<void(const std::string&, at::Tensor&)>& init) const;
   // Points every parameter's data at its view of `flat` (dtype may differ
   // from the parameters' current dtype). Autograd identity is kept.
   void bind_views(const at::Tensor& flat) const;
@@ -54,5 +58,6 @@ void free_storage(const at::Tensor& t);
 void alloc_storage(const at::Tensor& t);  // to t.numel() * element size
 bool storage_allocated(const at::Tensor& t);
 int64_t tensor_bytes(const at::Tensor& t);  // numel * element size
+
 
 }  // namespace shard

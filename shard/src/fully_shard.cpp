@@ -1,6 +1,8 @@
 #include "shard/fully_shard.h"
 
+#include "activation_checkpoint.h"
 #include "registry.h"
+#include "shard/host_memory.h"
 #include "runtime.h"
 
 #include <torch/nn/module.h>
@@ -45,9 +47,35 @@ UnitRef lookup_unit(const torch::nn::Module* module) {
 at::Tensor forward_unit(const torch::nn::Module& module, const std::function<at::Tensor()>& fn) {
   UnitRef ref = lookup_unit(&module);
   if (!ref.rt) return fn();
+  if (ref.unit->checkpoint_activations)
+    throw std::logic_error("fully_shard: " + ref.unit->describe() +
+                           " checkpoints activations; its forward must use forward_unit(module, input, fn)");
   ref.rt->pre_forward(ref.unit);
   at::Tensor out = fn();
   return ref.rt->post_forward(ref.unit, std::move(out));
+}
+
+at::Tensor forward_unit(const torch::nn::Module& module, const at::Tensor& input,
+                        const std::function<at::Tensor(const at::Tensor&)>& fn) {
+  UnitRef ref = lookup_unit(&module);
+  if (!ref.rt) return fn(input);
+  ref.rt->pre_forward(ref.unit);
+  at::Tensor out = ref.unit->checkpoint_activations && at::GradMode::is_enabled() ? checkpointed_forward(input, fn)
+                                                                                  : fn(input);
+  return ref.rt->post_forward(ref.unit, std::move(out));
+}
+
+void defer_parameters(torch::nn::Module& module) {
+  for (auto& p : module.parameters(/*recurse=*/true)) {
+    if (!p.device().is_cpu())
+      throw std::invalid_argument("defer_parameters: only CPU parameters can be deferred");
+    free_storage(p);
+  }
+  release_free_heap();
+}
+
+bool is_deferred(const at::Tensor& param) {
+  return param.defined() && param.numel() > 0 && !storage_allocated(param);
 }
 
 // ---- policy ----
@@ -87,6 +115,14 @@ void validate(const FullyShardOptions& o, int world_size, int local_world_size) 
   check_float("mixed_precision.reduce_dtype", o.mixed_precision.reduce_dtype);
   check_float("mixed_precision.buffer_dtype", o.mixed_precision.buffer_dtype);
   if (o.mixed_precision.param_dtype == at::kDouble) bad("mixed_precision.param_dtype", "float64 is not supported");
+  if (!o.compute_device.is_cpu()) {
+#ifndef GREENSHARD_CUDA
+    bad("compute_device", std::string("is ") + o.compute_device.str() +
+                              ", but this build has no GPU support (configure with GREENSHARD_CUDA=ON)");
+#else
+    if (!o.compute_device.is_cuda()) bad("compute_device", "must be cpu or cuda, got " + o.compute_device.str());
+#endif
+  }
   if (o.hybrid_shard_group_size < 0) bad("hybrid_shard_group_size", "must be >= 0");
   if (o.strategy == ShardingStrategy::kHybridShard) {
     int g = o.hybrid_shard_group_size > 0 ? o.hybrid_shard_group_size : local_world_size;
@@ -136,6 +172,7 @@ MemoryStats FullyShardedModel::memory() const {
   s.unsharded_peak_bytes = rt_->memory().peak;
   s.largest_unit_unsharded_bytes = rt_->largest_unit_bytes();
   s.total_param_numel = rt_->total_param_numel();
+  s.offloaded = rt_->options().offload.offload_params;
   return s;
 }
 
@@ -150,6 +187,7 @@ std::vector<UnitInfo> FullyShardedModel::units() const {
     i.padded_numel = u->layout().padded_numel();
     i.shard_numel = u->layout().shard_numel();
     for (const auto& e : u->layout().entries()) i.param_names.push_back(e.name);
+    i.activation_checkpointing = u->checkpoint_activations;
     out.push_back(std::move(i));
   }
   return out;

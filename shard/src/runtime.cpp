@@ -1,6 +1,7 @@
 #include "runtime.h"
 
 #include "registry.h"
+#include "shard/host_memory.h"
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
@@ -135,6 +136,9 @@ void Runtime::build_units() {
                                   "' does not require grad; frozen parameters are not supported");
     if (!p.param.device().is_cpu() || p.param.scalar_type() != at::kFloat)
       throw std::invalid_argument("fully_shard: parameter '" + p.name + "' must be a float32 CPU tensor before sharding");
+    if (is_deferred(p.param) && !options_.param_init)
+      throw std::invalid_argument("fully_shard: parameter '" + p.name +
+                                  "' is deferred (no storage) but FullyShardOptions::param_init is not set");
     size_t best = 0;
     for (size_t i = 0; i < unit_paths.size(); ++i) {
       bool all = std::all_of(p.module_paths.begin(), p.module_paths.end(),
@@ -160,16 +164,30 @@ void Runtime::build_units() {
   const bool reshard_strategy = options_.strategy == ShardingStrategy::kFullShard ||
                                 options_.strategy == ShardingStrategy::kHybridShard;
   UnitComms comms{shard_ag_, shard_rs_, replicate_, options_.timeout};
+  UnitPlacement placement{options_.compute_device, options_.offload.offload_params};
   for (size_t i = 0; i < unit_paths.size(); ++i) {
     FlatParamLayout layout(std::move(per_unit[i]), shard_ag_->size());
     total_param_numel_ += layout.numel();
-    at::Tensor full = layout.flatten_values();
+    // Unit by unit: materialize this unit only (deferred parameters get
+    // their values from param_init), shard it, free the full values.
+    at::Tensor full = options_.param_init ? layout.materialize(options_.param_init) : layout.flatten_values();
     if (sync)
       rdzv_->world()->broadcast(full, 0, {options_.timeout, "sync_module_states " + unit_paths[i]})->wait();
     const torch::nn::Module* m = modules[unit_paths[i]].get();
     auto unit = std::make_unique<Unit>(static_cast<int>(i), unit_paths[i], m, std::move(layout), comms,
-                                       options_.mixed_precision, reshard_strategy && i != 0, &memory_);
+                                       options_.mixed_precision, reshard_strategy && i != 0, &memory_, placement);
+    if (options_.activation_checkpointing && i != 0 &&
+        options_.activation_checkpointing(unit_paths[i], *modules[unit_paths[i]])) {
+      for (size_t j = 0; j < unit_paths.size(); ++j)
+        if (j != i && j != 0 && is_prefix_path(unit_paths[i], unit_paths[j]))
+          throw std::invalid_argument("fully_shard: unit '" + unit_paths[i] +
+                                      "' checkpoints activations but contains the unit '" + unit_paths[j] +
+                                      "'; nested units cannot be recomputed");
+      unit->checkpoint_activations = true;
+    }
     unit->init(full);
+    full = at::Tensor();
+    if (options_.param_init) release_free_heap();  // unit by unit: keep the peak at one unit
     largest_unit_bytes_ = std::max(largest_unit_bytes_, unit->param_bytes() + unit->grad_bytes());
     for (auto& e : unit->layout().entries()) {
       auto acc = torch::autograd::impl::grad_accumulator(e.param);

@@ -28,7 +28,7 @@ const char* to_string(TrainingState s) {
 
 Unit::Unit(int index, std::string name, const torch::nn::Module* module,
            FlatParamLayout layout, UnitComms comms, MixedPrecisionPolicy mp,
-           bool reshard_after_forward, MemoryTracker* memory)
+           bool reshard_after_forward, MemoryTracker* memory, UnitPlacement placement)
     : index_(index),
       name_(std::move(name)),
       module_(module),
@@ -36,8 +36,10 @@ Unit::Unit(int index, std::string name, const torch::nn::Module* module,
       comms_(std::move(comms)),
       mp_(mp),
       reshard_after_forward_(reshard_after_forward),
-      memory_(memory) {
-  always_unsharded_ = comms_.all_gather->size() == 1 && mp_.param_dtype == at::kFloat;
+      memory_(memory),
+      placement_(placement) {
+  // With offload the parameters never alias the (host) master.
+  always_unsharded_ = comms_.all_gather->size() == 1 && mp_.param_dtype == at::kFloat && !placement_.offload;
 }
 
 Unit::~Unit() = default;
@@ -67,13 +69,16 @@ void Unit::init(const at::Tensor& full_flat) {
   at::NoGradGuard no_grad;
   const int group_rank = comms_.all_gather->rank();
   const int64_t n = layout_.shard_numel();
+  const c10::Device master_device = placement_.offload ? c10::Device(c10::kCPU) : placement_.compute;
   if (always_unsharded_) {
-    master_ = full_flat.clone();
+    master_ = full_flat.to(master_device, at::kFloat, /*non_blocking=*/false, /*copy=*/true);
     unsharded_ = master_;  // the parameters alias the master directly
     shard_state_ = ShardState::kUnsharded;
   } else {
-    master_ = full_flat.narrow(0, group_rank * n, n).clone();
-    unsharded_ = at::empty({layout_.padded_numel()}, at::TensorOptions().dtype(mp_.param_dtype));
+    master_ = full_flat.narrow(0, group_rank * n, n).to(master_device, at::kFloat, false, /*copy=*/true);
+    // Allocated only to create the views (never touched, so never
+    // resident), freed below; the first all-gather allocates it again.
+    unsharded_ = at::empty({layout_.padded_numel()}, at::TensorOptions().dtype(mp_.param_dtype).device(placement_.compute));
     shard_state_ = ShardState::kSharded;
   }
   master_.set_requires_grad(true);
@@ -87,7 +92,10 @@ void Unit::unshard_async() {
   alloc_storage(unsharded_);
   memory_->add(param_bytes());
   at::Tensor src = master_.detach();
-  if (mp_.param_dtype != at::kFloat) src = src.to(mp_.param_dtype);
+  if (placement_.offload)  // host -> compute device staging copy
+    src = src.to(placement_.compute, mp_.param_dtype, /*non_blocking=*/true, /*copy=*/true);
+  else if (mp_.param_dtype != at::kFloat)
+    src = src.to(mp_.param_dtype);
   gather_src_ = src;
   gather_work_ = comms_.all_gather->all_gather_into(unsharded_, gather_src_, opts("all-gather"));
   shard_state_ = ShardState::kUnsharding;
@@ -120,7 +128,8 @@ void Unit::prepare_grads() {
   if (grads_live_) return;
   at::NoGradGuard no_grad;
   if (!grad_flat_.defined()) {
-    grad_flat_ = at::zeros({layout_.padded_numel()}, at::TensorOptions().dtype(mp_.param_dtype));
+    grad_flat_ = at::zeros({layout_.padded_numel()},
+                           at::TensorOptions().dtype(mp_.param_dtype).device(placement_.compute));
   } else {
     alloc_storage(grad_flat_);
     grad_flat_.zero_();
@@ -153,7 +162,8 @@ void Unit::start_reduction() {
   for (auto& e : layout_.entries()) e.param.mutable_grad() = at::Tensor();
   if (!reduce_in_.is_same(grad_flat_)) free_grads();
   if (comms_.reduce_scatter->size() > 1) {
-    reduce_out_ = at::empty({layout_.shard_numel()}, at::TensorOptions().dtype(mp_.reduce_dtype));
+    reduce_out_ = at::empty({layout_.shard_numel()},
+                            at::TensorOptions().dtype(mp_.reduce_dtype).device(placement_.compute));
     reduce_work_ = comms_.reduce_scatter->reduce_scatter(reduce_out_, reduce_in_, ReduceOp::kAvg,
                                                          opts("reduce-scatter"));
     stage_ = Stage::kReduceScatter;
@@ -192,6 +202,8 @@ bool Unit::advance_reduction(bool block) {
   reduce_work_->wait();
   reduce_work_.reset();
   at::Tensor g = reduce_out_.scalar_type() == at::kFloat ? reduce_out_ : reduce_out_.to(at::kFloat);
+  if (placement_.offload)  // compute device -> host: the optimizer steps there
+    g = g.to(c10::Device(c10::kCPU), at::kFloat, /*non_blocking=*/false, /*copy=*/true);
   if (!master_.grad().defined()) {
     if (g.is_same(grad_flat_)) {
       // NO_SHARD in fp32: the reduced buffer becomes the sharded gradient.
@@ -202,8 +214,8 @@ bool Unit::advance_reduction(bool block) {
     master_.mutable_grad() = g;
   } else {
     master_.mutable_grad().add_(g);
-    if (grads_live_) free_grads();
   }
+  if (grads_live_) free_grads();  // (offload copied it out)
   reduce_in_.reset();
   reduce_out_.reset();
   stage_ = Stage::kNone;

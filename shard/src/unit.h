@@ -29,6 +29,13 @@ enum class TrainingState { kIdle, kForward, kBackwardPre, kBackwardPost };
 const char* to_string(ShardState s);
 const char* to_string(TrainingState s);
 
+// Where a unit's tensors live: the compute device (unsharded parameters and
+// gradients) and, with offload, the host (master shard, sharded gradient).
+struct UnitPlacement {
+  c10::Device compute = c10::Device(c10::kCPU);
+  bool offload = false;
+};
+
 struct UnitComms {
   CommunicatorPtr all_gather;     // shard group, parameter all-gathers
   CommunicatorPtr reduce_scatter; // shard group, gradient reduce-scatters
@@ -40,7 +47,7 @@ class Unit {
  public:
   Unit(int index, std::string name, const torch::nn::Module* module,
        FlatParamLayout layout, UnitComms comms, MixedPrecisionPolicy mp,
-       bool reshard_after_forward, MemoryTracker* memory);
+       bool reshard_after_forward, MemoryTracker* memory, UnitPlacement placement = {});
   ~Unit();
 
   // Takes the full fp32 flat values (identical on all ranks), keeps this
@@ -83,6 +90,7 @@ class Unit {
   int64_t unsharded_bytes_now() const;  // what this unit holds unsharded now
   std::string describe() const;  // "unit 'h.3'"
   std::vector<std::shared_ptr<torch::autograd::Node>> grad_accumulators;
+  bool checkpoint_activations = false;
 
   // Copies the unsharded parameters out as fp32 (requires kUnsharded).
   std::vector<at::Tensor> copy_full_params() const;
@@ -101,6 +109,7 @@ class Unit {
   bool reshard_after_forward_;
   bool always_unsharded_ = false;  // one-rank shard group with fp32 params
   MemoryTracker* memory_;
+  UnitPlacement placement_;
 
   at::Tensor master_;        // fp32 [shard_numel], leaf, requires grad
   at::Tensor unsharded_;     // param_dtype [padded_numel]

@@ -13,6 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
+
+#include <signal.h>
+#include <unistd.h>
 
 namespace {
 
@@ -36,6 +40,16 @@ int run_rank() {
     spec.steps = std::stoi(env_or("GS_STEPS", "5"));
     spec.import_path = env_or("GS_IMPORT", "");
     spec.export_path = env_or("GS_EXPORT", "");
+    spec.dump_optimizer = true;
+    if (!env_or("GS_KILL_DURING_SAVE", "").empty() && env_or("RANK", "0") == "1") {
+      // Rank 1 is SIGKILLed the moment the save of step GS_KILL_DURING_SAVE
+      // begins (its directory appears), from outside the checkpoint code.
+      const fs::path doomed = fs::path(spec.ckpt_root) / ("step_0000000" + env_or("GS_KILL_DURING_SAVE", ""));
+      std::thread([doomed] {
+        while (!fs::exists(doomed)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        ::kill(::getpid(), SIGKILL);
+      }).detach();
+    }
     shard::FullyShardOptions o;
     o.strategy = shard::parse_sharding_strategy(env_or("GS_STRATEGY", "FULL_SHARD"));
     o.wrap.predicate = [](const std::string& name, const torch::nn::Module&) {
@@ -117,6 +131,8 @@ TEST_P(Resume, ContinuesLikeTheUninterruptedRun) {
 
 const ReshardCase kCases[] = {
     {"two ranks save, two ranks resume: the same continuation", 2, 2, "FULL_SHARD", "FULL_SHARD", 1e-7},
+    {"two ranks save, one rank resumes", 2, 1, "FULL_SHARD", "FULL_SHARD", 1e-5},
+    {"two ranks save, three ranks resume (new padding)", 2, 3, "FULL_SHARD", "FULL_SHARD", 1e-5},
     {"two ranks save, four ranks resume (reshard up)", 2, 4, "FULL_SHARD", "FULL_SHARD", 1e-5},
     {"four ranks save, two ranks resume (reshard down)", 4, 2, "FULL_SHARD", "FULL_SHARD", 1e-5},
     {"four ranks save, three ranks resume (new padding)", 4, 3, "FULL_SHARD", "FULL_SHARD", 1e-5},
@@ -127,6 +143,62 @@ const ReshardCase kCases[] = {
 std::string case_name(const ::testing::TestParamInfo<ReshardCase>& info) { return gstest::test_name(info.param.sentence); }
 
 INSTANTIATE_TEST_SUITE_P(Table, Resume, ::testing::ValuesIn(kCases), case_name);
+
+// Right after loading, before any step: parameters and AdamW state are the
+// saved ones, bit for bit, whatever the new world size.
+class Restore : public ::testing::TestWithParam<std::pair<const char*, int>> {};
+
+TEST_P(Restore, ParametersAndOptimizerStateAreBitwiseTheSaved) {
+  const auto& [sentence, load_world] = GetParam();
+  SCOPED_TRACE(sentence);
+  gstest::TempDir dir;
+  const std::string root = dir.file("ckpt");
+  auto a = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_STEPS", "2"}, {"GS_SAVE_AT", "2"}, {"GS_OUT", dir.file("a.pt")}});
+  ASSERT_TRUE(a.ok()) << a.output();
+  auto b = launch(load_world, {{"GS_CKPT_ROOT", root}, {"GS_STEPS", "2"}, {"GS_RESUME", "latest"}, {"GS_SEED", "99"},
+                               {"GS_OUT", dir.file("b.pt")}});
+  ASSERT_TRUE(b.ok()) << b.output();
+  auto ra = gstest::load_result(dir.file("a.pt"));
+  auto rb = gstest::load_result(dir.file("b.pt"));
+  ASSERT_TRUE(ra.params.count("adam.step")) << "optimizer state must be part of the comparison";
+  EXPECT_EQ(ra.params.size(), rb.params.size());
+  for (const auto& [name, t] : ra.params) {
+    ASSERT_TRUE(rb.params.count(name)) << name;
+    EXPECT_TRUE(at::equal(rb.params.at(name), t)) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, Restore,
+                         ::testing::Values(std::make_pair("saved on two, loaded on one", 1),
+                                           std::make_pair("saved on two, loaded on two", 2),
+                                           std::make_pair("saved on two, loaded on three", 3),
+                                           std::make_pair("saved on two, loaded on four", 4)),
+                         [](const auto& info) { return gstest::test_name(info.param.first); });
+
+TEST(CrashDuringSave, PreviousCheckpointStaysLoadableAndThePartialOneIsIgnored) {
+  gstest::TempDir dir;
+  const std::string root = dir.file("ckpt");
+  auto first = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_STEPS", "3"}, {"GS_SAVE_AT", "2"}, {"GS_OUT", dir.file("a.pt")}});
+  ASSERT_TRUE(first.ok()) << first.output();
+  const std::string step2 = (fs::path(root) / "step_00000002").string();
+  ASSERT_EQ(shard::latest_checkpoint(root), step2);
+  // Resume and save again at step 4; rank 1 is killed as that save begins.
+  auto crashed = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_RESUME", "latest"}, {"GS_STEPS", "5"}, {"GS_SAVE_AT", "4"},
+                            {"GS_KILL_DURING_SAVE", "4"}, {"GS_OUT", dir.file("b.pt")}});
+  ASSERT_FALSE(crashed.ok());
+  EXPECT_EQ(crashed.ranks[1].signal, SIGKILL) << crashed.output();
+  EXPECT_FALSE(crashed.ranks[0].timed_out) << "rank 0 must notice the dead peer: " << crashed.output();
+  EXPECT_NE(crashed.ranks[0].exit_code, 0) << crashed.output();
+  EXPECT_TRUE(fs::exists(fs::path(root) / "step_00000004")) << "the save had begun";
+  EXPECT_FALSE(fs::exists(fs::path(root) / "step_00000004" / "DONE"));
+  EXPECT_EQ(shard::latest_checkpoint(root), step2) << "the partial checkpoint is ignored";
+  // Relaunch: resumes from step 2, and the interrupted save now completes.
+  auto again = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_RESUME", "latest"}, {"GS_STEPS", "5"}, {"GS_SAVE_AT", "4"},
+                          {"GS_OUT", dir.file("c.pt")}});
+  ASSERT_TRUE(again.ok()) << again.output();
+  EXPECT_EQ(gstest::load_result(dir.file("c.pt")).losses.size(), 3u);
+  EXPECT_EQ(shard::latest_checkpoint(root), (fs::path(root) / "step_00000004").string());
+}
 
 class Damaged : public ::testing::Test {
  protected:

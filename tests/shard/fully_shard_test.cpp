@@ -3,6 +3,7 @@
 #include "common/spawn.h"
 #include "parity_harness.h"
 #include "shard/fully_shard.h"
+#include "shard/host_memory.h"
 #include "shard/rendezvous.h"
 #include "worker/model.h"
 
@@ -34,6 +35,11 @@ shard::FullyShardOptions options_from_env() {
   o.hybrid_shard_group_size = std::stoi(env_or("GS_HYBRID_G", "0"));
   o.timeout = std::chrono::milliseconds(std::stoi(env_or("GS_TIMEOUT_MS", "60000")));
   if (env_or("GS_BF16", "0") == "1") o.mixed_precision.param_dtype = at::kBFloat16;
+  if (env_or("GS_ACT_CKPT", "0") == "1")
+    o.activation_checkpointing = [](const std::string&, const torch::nn::Module& m) {
+      return dynamic_cast<const greenshard::BlockImpl*>(&m) != nullptr;
+    };
+  o.offload.offload_params = env_or("GS_OFFLOAD", "0") == "1";
   return o;
 }
 
@@ -44,6 +50,19 @@ gstest::TrainSpec spec_from_env() {
   s.clip = std::stod(env_or("GS_CLIP", "0"));
   s.bf16 = env_or("GS_BF16", "0") == "1";
   return s;
+}
+
+// 32 blocks of 12 * 512^2 parameters: ~404 MB of fp32 parameters in all, so
+// fixed per-process costs (communicator buffers, threads) stay well inside
+// the bound's 20 % margin.
+greenshard::GPTConfig deferred_config() {
+  greenshard::GPTConfig c;
+  c.vocab_size = 256;
+  c.block_size = 64;
+  c.n_layer = 32;
+  c.n_head = 4;
+  c.n_embd = 512;
+  return c;
 }
 
 // ---- rank scenarios (run in child processes) ----
@@ -58,6 +77,35 @@ int run_scenario(const std::string& name) {
       std::ofstream m(out + ".mem." + rank);
       m << mem.peak_unsharded << " " << mem.largest_unit << " " << mem.sharded_param_bytes << " " << mem.total_numel
         << " " << mem.padded_total << "\n";
+      return 0;
+    }
+    if (name == "deferred_init") {
+      // Unit-by-unit initialization of a model larger than this rank's
+      // budget; reports peak RSS against the RSS before building it.
+      auto info = shard::rendezvous_info_from_env();
+      auto rdzv = shard::Rendezvous::connect(info);
+      greenshard::GPTConfig c = deferred_config();
+      const auto before = shard::host_memory();
+      torch::manual_seed(42);
+      greenshard::GPT model(c, /*deferred=*/true);
+      shard::FullyShardOptions o;
+      o.wrap = shard::WrapPolicy::by_type<greenshard::BlockImpl>();
+      o.param_init = model->param_init();
+      o.sync_module_states = env_or("GS_SYNC", "0") == "1";
+      shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
+      const auto after = shard::host_memory();
+      const auto stats = fsdp.memory();
+      std::ofstream m(env_or("GS_OUT", "") + ".mem." + std::to_string(info.rank));
+      m << before.rss_bytes << " " << after.peak_rss_bytes << " " << stats.sharded_param_bytes << " "
+        << stats.largest_unit_unsharded_bytes / 2 << "\n";
+      m.close();
+      auto full = fsdp.full_parameters();  // (after the measurement)
+      if (info.rank == 0) {
+        gstest::TrainResult r;
+        r.params = full;
+        gstest::save_result(r, env_or("GS_OUT", ""));
+      }
+      rdzv->world()->barrier()->wait();
       return 0;
     }
     if (name == "die_before_collective") {
@@ -149,6 +197,8 @@ struct ParityCase {
   const char* strategy;
   bool prefetch;
   int hybrid_g;
+  bool activation_checkpointing = false;
+  bool offload = false;
 };
 
 class Parity : public ::testing::TestWithParam<ParityCase> {};
@@ -160,7 +210,8 @@ TEST_P(Parity, MatchesSingleProcessTraining) {
   Launch l;
   l.world = c.world;
   l.env = {{"GS_STRATEGY", c.strategy}, {"GS_PREFETCH", c.prefetch ? "1" : "0"},
-           {"GS_HYBRID_G", std::to_string(c.hybrid_g)}, {"GS_STEPS", "4"}};
+           {"GS_HYBRID_G", std::to_string(c.hybrid_g)}, {"GS_STEPS", "4"},
+           {"GS_ACT_CKPT", c.activation_checkpointing ? "1" : "0"}, {"GS_OFFLOAD", c.offload ? "1" : "0"}};
   gstest::TrainSpec spec;
   spec.steps = 4;
   expect_parity(launch_train(l, dir), reference(spec), 1e-5);
@@ -182,11 +233,135 @@ const ParityCase kParity[] = {
     {"four ranks, hybrid shard in two groups of two, prefetch", 4, "HYBRID_SHARD", true, 2},
     {"four ranks, hybrid shard in two groups of two, no prefetch", 4, "HYBRID_SHARD", false, 2},
     {"two ranks, hybrid shard with groups of one", 2, "HYBRID_SHARD", true, 1},
+    {"two ranks, full shard, every block checkpoints its activations", 2, "FULL_SHARD", true, 0, true, false},
+    {"four ranks, shard grad op, activation checkpointing, no prefetch", 4, "SHARD_GRAD_OP", false, 0, true, false},
+    {"one rank, full shard, CPU offload", 1, "FULL_SHARD", true, 0, false, true},
+    {"two ranks, full shard, CPU offload", 2, "FULL_SHARD", true, 0, false, true},
+    {"two ranks, no shard, CPU offload", 2, "NO_SHARD", true, 0, false, true},
+    {"four ranks, hybrid shard, CPU offload and activation checkpointing", 4, "HYBRID_SHARD", true, 2, true, true},
 };
 
 std::string case_name(const ::testing::TestParamInfo<ParityCase>& info) { return gstest::test_name(info.param.sentence); }
 
 INSTANTIATE_TEST_SUITE_P(Table, Parity, ::testing::ValuesIn(kParity), case_name);
+
+TEST(UnitByUnitInit, PeakMemoryIsShardsPlusOneUnitAndValuesEqualTheWholeModelBuild) {
+  const auto c = deferred_config();
+  const int world = 4;
+  const int64_t total_bytes = greenshard::num_parameters(c) * 4;
+  for (const char* sync : {"0", "1"}) {
+    SCOPED_TRACE(std::string("sync_module_states ") + sync);
+    gstest::TempDir dir;
+    gstest::SpawnOptions so;
+    so.world_size = world;
+    so.timeout = std::chrono::seconds(240);
+    so.env = {{"GS_RANK_SCENARIO", "deferred_init"}, {"GS_OUT", dir.file("full.pt")}, {"GS_SYNC", sync},
+              {"OMP_NUM_THREADS", "1"}};
+    for (const auto& r : gstest::run_ranks({gstest::self_exe()}, so)) ASSERT_EQ(r.exit_code, 0) << r.output;
+    for (int rank = 0; rank < world; ++rank) {
+      std::ifstream in(dir.file("full.pt.mem." + std::to_string(rank)));
+      int64_t baseline = 0, peak = 0, sharded = 0, largest_unit = 0;
+      in >> baseline >> peak >> sharded >> largest_unit;
+      ASSERT_GT(peak, 0);
+      const double bound = (static_cast<double>(total_bytes) / world + largest_unit) * 1.2 + baseline;
+      std::printf("  rank %d: model %.1f MB, bound %.1f MB (baseline %.1f), peak RSS %.1f MB\n", rank,
+                  total_bytes / 1e6, bound / 1e6, baseline / 1e6, peak / 1e6);
+      EXPECT_GT(total_bytes + baseline, bound) << "the model must not fit the per-rank budget, or this proves nothing";
+      EXPECT_LE(peak, bound) << "rank " << rank;
+      EXPECT_NEAR(sharded, total_bytes / world, total_bytes / world / 50) << "rank " << rank;
+    }
+    // The same seed, the whole model in one process.
+    torch::manual_seed(42);
+    greenshard::GPT whole(c);
+    auto got = gstest::load_result(dir.file("full.pt"));
+    ASSERT_EQ(got.params.size(), whole->named_parameters().size());
+    for (const auto& p : whole->named_parameters())
+      EXPECT_TRUE(at::equal(got.params.at(p.key()), p.value())) << p.key();
+  }
+}
+
+TEST(ActivationCheckpointing, SameGradientsWithLessActivationMemory) {
+  shard::RendezvousInfo info{"127.0.0.1", gstest::free_port(), 0, 1, 0, 1};
+  auto rdzv = shard::Rendezvous::connect(info);
+  greenshard::GPTConfig c;
+  c.vocab_size = 64; c.block_size = 64; c.n_layer = 4; c.n_head = 4; c.n_embd = 64;
+  auto idx = at::randint(0, 64, {8, 64}, at::kLong);
+  std::map<bool, int64_t> activation_bytes;
+  std::map<bool, std::vector<at::Tensor>> grads;
+  for (bool on : {false, true}) {
+    torch::manual_seed(7);
+    greenshard::GPT model(c);
+    shard::FullyShardOptions o;
+    o.wrap = shard::WrapPolicy::by_type<greenshard::BlockImpl>();
+    if (on)
+      o.activation_checkpointing = [](const std::string&, const torch::nn::Module& m) {
+        return dynamic_cast<const greenshard::BlockImpl*>(&m) != nullptr;
+      };
+    shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
+    int checkpointed = 0;
+    for (const auto& u : fsdp.units()) checkpointed += u.activation_checkpointing;
+    EXPECT_EQ(checkpointed, on ? 4 : 0);
+    const int64_t before = shard::host_memory().heap_in_use_bytes;
+    auto loss = model->loss(model->forward(idx), idx);
+    activation_bytes[on] = shard::host_memory().heap_in_use_bytes - before;  // what the graph keeps
+    loss.backward();
+    for (auto& p : fsdp.parameters()) grads[on].push_back(p.grad().clone());
+  }
+  std::printf("  activation bytes kept by forward: off %.2f MB, on %.2f MB\n", activation_bytes[false] / 1e6,
+              activation_bytes[true] / 1e6);
+  EXPECT_LT(activation_bytes[true], activation_bytes[false] / 2);
+  ASSERT_EQ(grads[true].size(), grads[false].size());
+  for (size_t i = 0; i < grads[true].size(); ++i)
+    EXPECT_LE(rel_err(grads[true][i], grads[false][i]), 1e-6) << "unit " << i;
+}
+
+TEST(ActivationCheckpointing, ANestedUnitOrTheClosureFormIsAClearError) {
+  shard::RendezvousInfo info{"127.0.0.1", gstest::free_port(), 0, 1, 0, 1};
+  auto rdzv = shard::Rendezvous::connect(info);
+  greenshard::GPTConfig c;
+  c.vocab_size = 16; c.block_size = 8; c.n_layer = 1; c.n_head = 2; c.n_embd = 8;
+  {
+    greenshard::GPT model(c);
+    shard::FullyShardOptions o;
+    o.wrap.predicate = [](const std::string& name, const torch::nn::Module&) { return name == "h.0" || name == "h.0.mlp"; };
+    o.activation_checkpointing = [](const std::string& name, const torch::nn::Module&) { return name == "h.0"; };
+    try {
+      shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
+      ADD_FAILURE() << "nested unit accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("contains the unit 'h.0.mlp'"), std::string::npos) << e.what();
+    }
+  }
+  {
+    greenshard::GPT model(c);
+    shard::FullyShardOptions o;
+    o.wrap = shard::WrapPolicy::by_type<greenshard::MLPImpl>();
+    o.activation_checkpointing = [](const std::string&, const torch::nn::Module&) { return true; };
+    shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
+    auto idx = at::zeros({1, 8}, at::kLong);
+    try {
+      model->forward(idx);
+      ADD_FAILURE() << "closure-form forward_unit accepted for a checkpointed unit";
+    } catch (const std::logic_error& e) {
+      EXPECT_NE(std::string(e.what()).find("forward_unit(module, input, fn)"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FullyShard, DeferredParametersWithoutParamInitAreRejected) {
+  shard::RendezvousInfo info{"127.0.0.1", gstest::free_port(), 0, 1, 0, 1};
+  auto rdzv = shard::Rendezvous::connect(info);
+  greenshard::GPTConfig c;
+  c.vocab_size = 16; c.block_size = 8; c.n_layer = 1; c.n_head = 2; c.n_embd = 8;
+  greenshard::GPT model(c, /*deferred=*/true);
+  EXPECT_TRUE(shard::is_deferred(model->wte->weight));
+  try {
+    shard::FullyShardedModel fsdp(model.ptr(), rdzv, {});
+    ADD_FAILURE() << "deferred parameters accepted without param_init";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("is deferred"), std::string::npos) << e.what();
+  }
+}
 
 TEST(FullyShard, ClippingAndAccumulationMatchSingleProcess) {
   gstest::TempDir dir;

@@ -48,6 +48,32 @@ torch::optim::AdamW make_optimizer(std::vector<at::Tensor> params, const TrainSp
   return torch::optim::AdamW(std::move(params), torch::optim::AdamWOptions(spec.lr).weight_decay(0.1).eps(1e-4));
 }
 
+// AdamW's moments, gathered to full and split by parameter, under
+// "adam.exp_avg/<name>" and "adam.exp_avg_sq/<name>"; "adam.step" (collective).
+void add_optimizer_state(shard::FullyShardedModel& fsdp, torch::optim::AdamW& opt,
+                         std::map<std::string, at::Tensor>& out) {
+  auto params = fsdp.parameters();
+  auto units = fsdp.units();
+  auto group = fsdp.shard_group();
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto it = opt.state().find(c10::guts::to_string(params[i].unsafeGetTensorImpl()));
+    if (it == opt.state().end()) continue;
+    auto& st = static_cast<torch::optim::AdamWParamState&>(*it->second);
+    out["adam.step"] = at::full({1}, static_cast<double>(st.step()), at::kDouble);
+    for (const char* which : {"exp_avg", "exp_avg_sq"}) {
+      at::Tensor shard = std::string(which) == "exp_avg" ? st.exp_avg() : st.exp_avg_sq();
+      at::Tensor full = at::empty({units[i].padded_numel}, at::kFloat);
+      group->all_gather_into(full, shard.contiguous())->wait();
+      int64_t offset = 0;
+      for (const auto& name : units[i].param_names) {
+        const auto& p = out.at(name);
+        out[std::string("adam.") + which + "/" + name] = full.narrow(0, offset, p.numel()).view(p.sizes()).clone();
+        offset += p.numel();
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TrainResult reference_train(const TrainSpec& spec) {
@@ -94,9 +120,11 @@ TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& op
       throw std::runtime_error("extra state not restored: '" + loaded.extra + "'");
   }
   if (!spec.import_path.empty()) shard::import_full_state_dict(fsdp, spec.import_path);
+  auto save = [&](int step) {
+    shard::save_checkpoint(fsdp, &opt, spec.ckpt_root, step, "data-position=" + std::to_string(step));
+  };
   for (int step = r.first_step; step < spec.steps; ++step) {
-    if (step == spec.save_at)
-      shard::save_checkpoint(fsdp, &opt, spec.ckpt_root, step, "data-position=" + std::to_string(step));
+    if (step == spec.save_at) save(step);
     auto [idx, tgt] = make_batch(spec, step);
     opt.zero_grad();
     double total = 0;
@@ -119,6 +147,7 @@ TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& op
     if (spec.clip > 0) r.grad_norms.push_back(fsdp.clip_grad_norm(spec.clip));
     opt.step();
   }
+  if (spec.save_at == spec.steps && r.first_step < spec.steps) save(spec.steps);
   auto stats = fsdp.memory();
   if (mem) {
     mem->peak_unsharded = stats.unsharded_peak_bytes;
@@ -129,6 +158,7 @@ TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& op
   }
   if (!spec.export_path.empty()) shard::export_full_state_dict(fsdp, spec.export_path);
   r.params = fsdp.full_parameters();
+  if (spec.dump_optimizer) add_optimizer_state(fsdp, opt, r.params);
   rdzv->world()->barrier()->wait();
   return r;
 }

@@ -29,9 +29,27 @@ namespace shard {
 class Rendezvous;
 class Runtime;
 
-// Runs `fn` as the forward of `module` (see the file comment).
+// Runs `fn` as the forward of `module` (see the file comment). Throws when
+// `module` is a unit with activation checkpointing (use the form below).
 at::Tensor forward_unit(const torch::nn::Module& module,
                         const std::function<at::Tensor()>& fn);
+
+// Runs fn(input) as the forward of `module`. When `module` is a unit with
+// activation checkpointing (FullyShardOptions::activation_checkpointing),
+// forward keeps only `input`, and backward unshards the unit again and
+// recomputes fn(input). fn must depend on nothing but `input`, the module's
+// parameters and buffers, and be deterministic.
+at::Tensor forward_unit(const torch::nn::Module& module, const at::Tensor& input,
+                        const std::function<at::Tensor(const at::Tensor&)>& fn);
+
+// Deferred initialization, the meta-device stand-in: frees the storage of
+// every parameter of `module` (recursively); shapes, dtypes and autograd
+// identity stay. Build a large model submodule by submodule, deferring each
+// right after it is built, then shard it with FullyShardOptions::param_init:
+// each unit is materialized, sharded and its full values freed before the
+// next, so no rank ever holds more than its shards plus one unit.
+void defer_parameters(torch::nn::Module& module);
+bool is_deferred(const at::Tensor& param);
 
 struct MemoryStats {
   int64_t sharded_param_bytes = 0;    // fp32 master shards on this rank
@@ -40,6 +58,8 @@ struct MemoryStats {
   int64_t unsharded_peak_bytes = 0;     // high-water mark since reset
   int64_t largest_unit_unsharded_bytes = 0;  // params + grads of the largest unit
   int64_t total_param_numel = 0;      // unpadded numel of the whole model
+  // Where the sharded parameters, gradients and optimizer state live.
+  bool offloaded = false;
 };
 
 struct UnitInfo {
@@ -48,6 +68,7 @@ struct UnitInfo {
   int64_t padded_numel = 0;           // multiple of the shard-group size
   int64_t shard_numel = 0;            // this rank's shard
   std::vector<std::string> param_names;  // qualified, in flat order
+  bool activation_checkpointing = false;
 };
 
 class FullyShardedModel {

@@ -1,6 +1,8 @@
 // Policies: how a module tree is sharded, wrapped, and cast.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
 #include <chrono>
@@ -60,6 +62,27 @@ struct WrapPolicy {
   }
 };
 
+// CPU offload (FSDP's CPUOffload(offload_params=True)): the sharded fp32
+// parameters, their gradients and the optimizer state live in host memory
+// and the optimizer steps there; a unit's shard is copied to the compute
+// device just for its all-gather, and its reduced gradient shard is copied
+// back. On a CPU-only build host and compute device coincide: the copies
+// are still made (so this path runs and is tested everywhere).
+struct OffloadPolicy {
+  bool offload_params = false;
+};
+
+// A unit's activation checkpointing: predicate(unit_name, module) true ->
+// the unit keeps only its input in forward and recomputes its forward during
+// backward (after unsharding again). Such a unit runs its forward through
+// forward_unit(module, input, fn) and must not contain nested units.
+using ActivationCheckpointPolicy = std::function<bool(const std::string&, const torch::nn::Module&)>;
+
+// Deferred (unit-by-unit) initialization: fills one parameter, given its
+// qualified name and a tensor of its shape to write into. See
+// shard::defer_parameters.
+using ParamInitFn = std::function<void(const std::string& name, at::Tensor& param)>;
+
 struct FullyShardOptions {
   ShardingStrategy strategy = ShardingStrategy::kFullShard;
   WrapPolicy wrap;
@@ -74,6 +97,16 @@ struct FullyShardOptions {
   int hybrid_shard_group_size = 0;
   // Copy rank 0's initial parameters and buffers to every rank.
   bool sync_module_states = true;
+  // Where units compute. CPU unless built with GREENSHARD_CUDA.
+  c10::Device compute_device = c10::Device(c10::kCPU);
+  OffloadPolicy offload;
+  // Null = no unit checkpoints its activations. Never applies to the root.
+  ActivationCheckpointPolicy activation_checkpointing;
+  // Set: parameters may be deferred (no storage); each unit's parameters are
+  // materialized by param_init, sharded, and the full values freed before
+  // the next unit (peak memory ~ total/N + one unit). Every rank must
+  // produce the same values (or sync_module_states copies rank 0's).
+  ParamInitFn param_init;
   // Deadline of every collective.
   std::chrono::milliseconds timeout{std::chrono::minutes(3)};
 };
