@@ -1,5 +1,6 @@
 #include "shard/checkpoint.h"
 
+#include "crc32c.h"
 #include "runtime.h"
 #include "shard/fully_shard.h"
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -31,16 +33,49 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'T', '0', '1'};
-constexpr int kFormatVersion = 1;
-constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
+// v2: CRC-32C per file and per segment (one unit's master, exp_avg or
+// exp_avg_sq shard), so a reader verifies exactly the bytes it reads.
+constexpr int kFormatVersion = 2;
+constexpr int kParts = 3;  // master, exp_avg, exp_avg_sq
 
-uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ULL;
+// An fd closed on scope exit.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
   }
-  return h;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+void write_fully(int fd, const void* data, size_t n, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w <= 0) throw std::runtime_error("checkpoint: write failed: " + path + ": " + std::strerror(errno));
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void read_fully_at(int fd, void* data, size_t n, int64_t offset, const std::string& path) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, offset);
+    if (r <= 0) throw std::runtime_error("checkpoint: " + path + ": read failed at byte " + std::to_string(offset));
+    p += r;
+    n -= static_cast<size_t>(r);
+    offset += r;
+  }
+}
+
+void fsync_dir(const std::string& path) {
+  int dfd = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
 }
 
 std::string hex64(uint64_t v) {
@@ -84,11 +119,7 @@ void write_durable(const std::string& path, const std::string& bytes) {
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) throw std::runtime_error("checkpoint: fsync failed: " + tmp);
   fs::rename(tmp, path);
-  int dfd = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  fsync_dir(path);
 }
 
 std::string read_all(const std::string& path) {
@@ -136,6 +167,7 @@ struct Manifest {
   int64_t adam_step = 0;
   std::vector<ManifestUnit> units;
   std::vector<std::pair<int64_t, uint64_t>> files;  // size, checksum per rank
+  std::vector<std::vector<uint32_t>> segments;      // per rank: CRC of unit u part p at [u * 3 + p]
 };
 
 std::string param_line(const FlatParamEntry& e) {
@@ -200,6 +232,14 @@ Manifest parse_manifest(const std::string& path) {
       next("file") >> name >> size >> sum;
       if (name != "rank_" + std::to_string(f) + ".bin") fail("unexpected file name " + name);
       m.files.emplace_back(size, std::stoull(sum, nullptr, 16));
+      auto ls = next("segments");
+      std::vector<uint32_t> segs;
+      for (size_t k = 0; k < kParts * m.units.size(); ++k) {
+        std::string h;
+        if (!(ls >> h)) fail("expected " + std::to_string(kParts * m.units.size()) + " segment checksums");
+        segs.push_back(static_cast<uint32_t>(std::stoul(h, nullptr, 16)));
+      }
+      m.segments.push_back(std::move(segs));
     }
   } catch (const std::invalid_argument&) {
     fail("unparsable value");
@@ -233,35 +273,51 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
   if (rank == 0) fs::remove(fs::path(dir) / "DONE", ec);  // rewriting a step: untrusted until done
   world->barrier({rt.options().timeout, "checkpoint mkdir"})->wait();
 
-  // 1. This rank's shard: per unit master, exp_avg, exp_avg_sq (fp32).
-  std::string bytes(kMagic, sizeof kMagic);
+  // 1. This rank's shard: magic, then per unit master, exp_avg, exp_avg_sq
+  //    (fp32), streamed from the tensors to <file>.tmp; fsync; rename.
+  const size_t U = rt.units().size();
+  std::vector<int64_t> sums(2 + kParts * U);  // size, file CRC, segment CRCs
   bool have_adam = false;
   int64_t adam_step = 0;
-  for (auto& u : rt.units()) {
-    at::Tensor master = u->master().detach().contiguous();
-    auto append = [&](const at::Tensor& t) {
-      bytes.append(static_cast<const char*>(t.data_ptr()), t.numel() * sizeof(float));
-    };
-    append(master);
-    auto* st = adam_state(opt, u->master());
-    if (st) {
-      have_adam = true;
-      adam_step = st->step();
-      append(st->exp_avg().contiguous());
-      append(st->exp_avg_sq().contiguous());
-    } else {
-      at::Tensor z = at::zeros_like(master);
-      append(z);
-      append(z);
+  const std::string path = (fs::path(dir) / ("rank_" + std::to_string(rank) + ".bin")).string();
+  {
+    const std::string tmp = path + ".tmp";
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    if (fd.fd < 0) throw std::runtime_error("checkpoint: cannot create " + tmp + ": " + std::strerror(errno));
+    uint32_t file_crc = crc32c(0, kMagic, sizeof kMagic);
+    write_fully(fd.fd, kMagic, sizeof kMagic, tmp);
+    int64_t size = sizeof kMagic;
+    for (size_t i = 0; i < U; ++i) {
+      at::Tensor master = rt.units()[i]->master().detach().contiguous();
+      auto* st = adam_state(opt, rt.units()[i]->master());
+      at::Tensor zeros;
+      if (st) {
+        have_adam = true;
+        adam_step = st->step();
+      } else {
+        zeros = at::zeros_like(master);
+      }
+      const at::Tensor parts[kParts] = {master, st ? st->exp_avg().contiguous() : zeros,
+                                        st ? st->exp_avg_sq().contiguous() : zeros};
+      for (int p = 0; p < kParts; ++p) {
+        const size_t n = parts[p].numel() * sizeof(float);
+        sums[2 + i * kParts + p] = crc32c(0, parts[p].data_ptr(), n);
+        file_crc = crc32c(file_crc, parts[p].data_ptr(), n);
+        write_fully(fd.fd, parts[p].data_ptr(), n, tmp);
+        size += static_cast<int64_t>(n);
+      }
     }
+    if (::fsync(fd.fd) != 0) throw std::runtime_error("checkpoint: fsync failed: " + tmp);
+    sums[0] = size;
+    sums[1] = file_crc;
+    fs::rename(tmp, path);
+    fsync_dir(path);
   }
-  write_durable((fs::path(dir) / ("rank_" + std::to_string(rank) + ".bin")).string(), bytes);
 
-  // 2. Everybody's size and checksum, for the manifest.
-  at::Tensor mine = at::empty({2}, at::kLong);
-  mine[0] = static_cast<int64_t>(bytes.size());
-  mine[1] = static_cast<int64_t>(fnv1a(kFnvOffset, bytes.data(), bytes.size()));
-  at::Tensor all = at::empty({2 * W}, at::kLong);
+  // 2. Everybody's size and checksums, for the manifest.
+  const int64_t per = static_cast<int64_t>(sums.size());
+  at::Tensor mine = at::tensor(sums, at::kLong);
+  at::Tensor all = at::empty({per * W}, at::kLong);
   world->all_gather_into(all, mine, {rt.options().timeout, "checkpoint checksums"})->wait();
   world->barrier({rt.options().timeout, "checkpoint shards written"})->wait();
 
@@ -284,12 +340,16 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
     }
     m << "files " << W << "\n";
     auto a = all.accessor<int64_t, 1>();
-    for (int r = 0; r < W; ++r)
-      m << "file rank_" << r << ".bin " << a[2 * r] << " " << hex64(static_cast<uint64_t>(a[2 * r + 1])) << "\n";
+    for (int r = 0; r < W; ++r) {
+      m << "file rank_" << r << ".bin " << a[per * r] << " " << hex64(static_cast<uint64_t>(a[per * r + 1])) << "\n";
+      m << "segments";
+      for (int64_t k = 2; k < per; ++k) m << " " << hex64(static_cast<uint64_t>(a[per * r + k]));
+      m << "\n";
+    }
     const std::string manifest = m.str();
     write_durable((fs::path(dir) / "manifest.txt").string(), manifest);
     write_durable((fs::path(dir) / "DONE").string(),
-                  "manifest " + hex64(fnv1a(kFnvOffset, manifest.data(), manifest.size())) + "\n");
+                  "manifest " + hex64(crc32c(0, manifest.data(), manifest.size())) + "\n");
     if (options.keep_last > 0) {
       std::vector<std::string> done;
       for (const auto& entry : fs::directory_iterator(root, ec))
@@ -330,7 +390,7 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
       throw std::runtime_error("checkpoint: " + dir + " has no DONE marker (incomplete checkpoint, not trusted)");
     const std::string manifest_path = (fs::path(dir) / "manifest.txt").string();
     const std::string manifest_text = read_all(manifest_path);
-    if (read_all(done_path) != "manifest " + hex64(fnv1a(kFnvOffset, manifest_text.data(), manifest_text.size())) + "\n")
+    if (read_all(done_path) != "manifest " + hex64(crc32c(0, manifest_text.data(), manifest_text.size())) + "\n")
       throw std::runtime_error("checkpoint: " + manifest_path + " does not match the checksum in " + done_path);
     man = parse_manifest(manifest_path);
     // Same model?
@@ -350,21 +410,24 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
         if (mu.params[p] != param_line(entries[p])) other("parameter '" + mu.params[p] + "' vs '" + param_line(entries[p]) + "'");
     }
     // Which bytes of which old files this rank's new shards need; old shards
-    // of shard group 0 (ranks 0..G-1) cover everything.
-    std::map<int, std::string> files;  // verified contents
-    auto file = [&](int k) -> const std::string& {
+    // of shard group 0 (ranks 0..G-1) cover everything. Each overlapping old
+    // segment is read once (pread) and verified against its CRC.
+    std::map<int, std::unique_ptr<Fd>> files;  // opened, size and magic checked
+    auto file = [&](int k) -> int {
       auto it = files.find(k);
-      if (it != files.end()) return it->second;
+      if (it != files.end()) return it->second->fd;
       const std::string path = (fs::path(dir) / ("rank_" + std::to_string(k) + ".bin")).string();
-      std::string bytes = read_all(path);
-      if (static_cast<int64_t>(bytes.size()) != man.files[k].first)
-        throw std::runtime_error("checkpoint: " + path + " has " + std::to_string(bytes.size()) + " bytes, manifest says " +
+      auto fd = std::make_unique<Fd>(::open(path.c_str(), O_RDONLY));
+      if (fd->fd < 0) throw std::runtime_error("checkpoint: missing file " + path);
+      const auto size = static_cast<int64_t>(fs::file_size(path));
+      if (size != man.files[k].first)
+        throw std::runtime_error("checkpoint: " + path + " has " + std::to_string(size) + " bytes, manifest says " +
                                  std::to_string(man.files[k].first) + " (truncated or wrong file)");
-      if (fnv1a(kFnvOffset, bytes.data(), bytes.size()) != man.files[k].second)
-        throw std::runtime_error("checkpoint: " + path + ": checksum mismatch (corrupted)");
-      if (bytes.compare(0, sizeof kMagic, std::string(kMagic, sizeof kMagic)) != 0)
+      char magic[sizeof kMagic];
+      read_fully_at(fd->fd, magic, sizeof magic, 0, path);
+      if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
         throw std::runtime_error("checkpoint: " + path + ": not a GreenShard shard file");
-      return files.emplace(k, std::move(bytes)).first->second;
+      return files.emplace(k, std::move(fd)).first->second->fd;
     };
     const int G = man.group_size;
     const int g = rt.shard_group()->rank();
@@ -372,7 +435,7 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
     int64_t off = sizeof kMagic;
     for (size_t i = 0; i < man.units.size(); ++i) {
       unit_base[i] = off;
-      off += 3 * man.units[i].shard * static_cast<int64_t>(sizeof(float));
+      off += kParts * man.units[i].shard * static_cast<int64_t>(sizeof(float));
     }
     for (size_t i = 0; i < man.units.size(); ++i) {
       const auto& mu = man.units[i];
@@ -382,11 +445,20 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
       for (int64_t k = a / S; k < G && k * S < b; ++k) {
         const int64_t lo = std::max(a, k * S), hi = std::min(b, (k + 1) * S);
         if (lo >= hi) continue;
-        const std::string& bytes = file(static_cast<int>(k));
-        for (int part = 0; part < 3; ++part) {
+        const int fd = file(static_cast<int>(k));
+        const std::string path = (fs::path(dir) / ("rank_" + std::to_string(k) + ".bin")).string();
+        for (int part = 0; part < kParts; ++part) {
           at::Tensor& dst = part == 0 ? l.master : part == 1 ? l.m : l.v;
-          const int64_t src = unit_base[i] + (part * S + (lo - k * S)) * static_cast<int64_t>(sizeof(float));
-          std::memcpy(dst.data_ptr<float>() + (lo - a), bytes.data() + src, (hi - lo) * sizeof(float));
+          // The whole old segment (to verify it); straight into place when
+          // it is exactly the new shard.
+          const bool in_place = S == S2 && lo == a && k * S == a;
+          at::Tensor seg = in_place ? dst : at::empty({S}, at::kFloat);
+          read_fully_at(fd, seg.data_ptr(), S * sizeof(float),
+                        unit_base[i] + part * S * static_cast<int64_t>(sizeof(float)), path);
+          if (crc32c(0, seg.data_ptr(), S * sizeof(float)) != man.segments[k][i * kParts + part])
+            throw std::runtime_error("checkpoint: " + path + ": checksum mismatch (corrupted) in unit '" + mu.name +
+                                     "'");
+          if (!in_place) dst.narrow(0, lo - a, hi - lo).copy_(seg.narrow(0, lo - k * S, hi - lo));
         }
       }
       loaded.push_back(std::move(l));
