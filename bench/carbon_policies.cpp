@@ -101,7 +101,7 @@ double time_cycle(const carbon::Catalog& cat, const Options& o, int* placed) {
   auto ids = cat.ids();
   for (int i = 0; i < o.cycle_jobs; ++i) {
     Job j;
-    j.id = "c" + std::to_string(i);
+    j.id = std::string(1, 'c').append(std::to_string(i));
     j.gpus = gpus[static_cast<int>(rnd() * 6)];
     int h = 1 + static_cast<int>(rnd() * 24);
     j.duration = Hours{h};

@@ -1,0 +1,94 @@
+// Spatio-temporal placement: where and when a job should run.
+//
+// place() is a pure function of (job, regions, planned capacity, now,
+// options): no clock reads, no I/O. Time is quantized to UTC hours: slot 0
+// is the hour containing `now`; a run starting in slot 0 starts at `now`.
+//
+// Cost of a candidate = expected operational grams (hardware power x PUE x
+// forecast intensity, pro rata for a partial last hour, plus for
+// interruptible jobs the resume overhead of every extra window) + embodied
+// grams (SCI M for the GPU-hours reserved). The cheapest feasible candidate
+// wins (ties: earlier start, then region order).
+//
+// Feasible: region allowed and known; free capacity (capacity - planned) >=
+// job.gpus in every reserved hour; the run ends by job.deadline. Forecasts
+// shorter than the search window are extended by repeating their last 24
+// hours (seasonal-naive), which the explanation mentions.
+//
+// Policies restrict the search:
+//   kRunNowHome      home region, earliest hour with capacity (FIFO)
+//   kTemporal        home region, any start (or windows) before the deadline
+//   kSpatial         any allowed region, earliest hour with capacity there
+//   kSpatioTemporal  any allowed region, any start (or windows) -- ours
+// kRunNowHome and kSpatial ignore the deadline when choosing (they are the
+// carbon-agnostic / latency-first baselines) but still report a miss.
+#pragma once
+
+#include "carbon/capacity.h"
+#include "carbon/hardware.h"
+#include "carbon/intensity.h"
+#include "carbon/job.h"
+
+#include <string>
+#include <vector>
+
+namespace carbon {
+
+struct Region {
+  std::string name;                  // zone id
+  int capacity = 0;                  // resources (GPUs) in the region
+  std::vector<int> capacity_by_hour; // optional: capacity of hour i after floor_hour(now)
+                                     // (beyond its end: `capacity`)
+  double pue = 1.2;
+  HardwareProfile hardware;
+  IntensitySeries forecast;          // hourly; must contain the hour of `now`
+};
+
+enum class Policy { kRunNowHome, kTemporal, kSpatial, kSpatioTemporal };
+const char* policy_name(Policy p);   // "fifo", "temporal", "spatial", "spatio-temporal"
+
+struct PlacementOptions {
+  Policy policy = Policy::kSpatioTemporal;
+  int max_windows = 6;                 // interruptible jobs: at most this many run windows
+  Hours max_lookahead{8 * 24};         // never plan further than this after now
+  // A later plan must be cheaper by more than this fraction to beat an
+  // earlier one (0 = strictly cheapest). Capacity left idle now is lost,
+  // capacity later can still serve jobs that arrive later.
+  double prefer_earlier_within = 0.05;
+};
+
+struct Window {
+  Time start, end;                   // [start, end)
+};
+
+struct Decision {
+  std::string job_id;
+  bool feasible = false;
+  std::string reason;                // why infeasible (names each region's obstacle)
+  std::string region;
+  Time start{}, end{};               // first start, last end
+  std::vector<Window> windows;       // one for a non-interruptible job
+  bool deadline_met = false;
+  double expected_grams = 0;         // operational + embodied, from the forecast
+  double expected_operational_grams = 0;
+  double expected_embodied_grams = 0;
+  // Counterfactual: run now in the home region, ignoring capacity, with the
+  // same forecast. NaN when the home region is not among `regions`.
+  double run_now_home_grams = 0;
+  double saving_grams = 0;           // run_now_home - expected
+  double saving_pct = 0;             // 100 * saving / run_now_home
+  bool forecast_extended = false;    // the plan relied on the 24 h repetition
+  std::string explanation;           // one human-readable paragraph
+};
+
+Decision place(const Job& job, const std::vector<Region>& regions, const CapacityLedger& planned, Time now,
+               const PlacementOptions& options = {});
+
+// One scheduling pass: places `jobs` in earliest-deadline-first order (ties:
+// more GPU-hours first, then id) and commits every feasible decision into
+// `planned`. Returns decisions in the order of `jobs`. Prefix sums of each
+// region's forecast are built once per pass.
+std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<Region>& regions,
+                                CapacityLedger& planned, Time now, const PlacementOptions& options = {});
+
+}  // namespace carbon

@@ -1,0 +1,99 @@
+// Policy simulator: replays a job trace over recorded intensity and compares
+// placement policies.
+//
+// Model: a scheduling cycle runs at every UTC hour; jobs submitted during
+// hour h are placed in the cycle at h + 1 (or at their submit time when it is
+// an hour boundary). A decision is final unless SimConfig::replan_every is
+// set. Forecasts come
+// from SimConfig::forecaster, issued at the cycle hour for every region;
+// emissions are always counted on the *actual* series. A job that no region
+// can finish by its deadline falls back to the earliest possible finish in
+// its allowed regions (ignoring the deadline) and counts as a miss.
+//
+// Policies: the four placement policies (placement.h) plus kOracle, a
+// capacity-relaxed lower bound with perfect knowledge: every job runs, hour
+// by hour, in the cleanest allowed region at the cleanest hours between its
+// submit time and its deadline (as if interruptible and migratable for free).
+#pragma once
+
+#include "carbon/forecast.h"
+#include "carbon/hardware.h"
+#include "carbon/intensity.h"
+#include "carbon/job.h"
+#include "carbon/placement.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace carbon {
+
+enum class SimPolicy { kFifo, kTemporal, kSpatial, kSpatioTemporal, kOracle };
+const char* sim_policy_name(SimPolicy p);       // "fifo", ..., "oracle"
+SimPolicy parse_sim_policy(const std::string&); // throws listing the names
+
+struct SimRegion {
+  std::string zone;
+  int capacity = 0;            // GPUs
+  double pue = 1.2;
+  HardwareProfile hardware;
+};
+
+struct SimConfig {
+  std::vector<SimRegion> regions;
+  std::map<std::string, IntensitySeries> actual;   // per zone; must cover the trace
+  std::shared_ptr<const Forecaster> forecaster;    // default: perfect
+  PlacementOptions placement;                      // policy is overwritten per run
+  // 0: decisions are final. N > 0: every N hours, jobs placed but not yet
+  // started are re-planned with fresh forecasts (their reservations are
+  // released and all of them are placed again, earliest deadline first; a
+  // job that no longer fits keeps its old plan when that is still free).
+  Hours replan_every{0};
+};
+
+struct JobOutcome {
+  std::string job_id;
+  std::string region;
+  std::vector<Window> windows;
+  double grams = 0;                 // actual operational + embodied
+  double operational_grams = 0;
+  double expected_grams = 0;        // what the forecast promised (NaN for oracle)
+  double delay_h = 0;               // finish - (submit + duration)
+  bool deadline_missed = false;
+  bool fallback = false;            // placed ignoring the deadline
+};
+
+struct PolicyResult {
+  SimPolicy policy{};
+  std::string forecaster;
+  double total_grams = 0, operational_grams = 0, embodied_grams = 0;
+  double saved_pct_vs_fifo = 0;     // filled by compare_policies
+  int jobs = 0;
+  int deadline_misses = 0;
+  double mean_delay_h = 0, p95_delay_h = 0;
+  std::map<std::string, double> gpu_hours_by_region;
+  std::vector<JobOutcome> outcomes;   // in trace order
+};
+
+// Runs one policy. Throws CarbonError when a zone's actual series is missing
+// or does not cover the trace plus the look-ahead.
+PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, SimPolicy policy);
+
+// Runs each policy (FIFO is always run first as the baseline) and fills
+// saved_pct_vs_fifo.
+std::vector<PolicyResult> compare_policies(const std::vector<Job>& trace, const SimConfig& config,
+                                           const std::vector<SimPolicy>& policies);
+
+// Plain-text table (one row per policy) and CSV with the same columns.
+std::string format_results_table(const std::vector<PolicyResult>& results);
+std::string results_csv(const std::vector<PolicyResult>& results);
+// Per-region GPU-hours table (rows: regions, columns: policies).
+std::string format_region_load_table(const std::vector<PolicyResult>& results,
+                                     const std::vector<std::string>& zones);
+
+// SVG: intensity per region over [week_start, week_start + 7 days) with the
+// run windows of `result`'s jobs that overlap the week drawn on their region.
+std::string render_week_svg(const SimConfig& config, const PolicyResult& result, Time week_start);
+
+}  // namespace carbon

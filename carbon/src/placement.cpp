@@ -1,0 +1,526 @@
+#include "carbon/placement.h"
+
+#include "carbon/error.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+
+namespace carbon {
+
+const char* policy_name(Policy p) {
+  switch (p) {
+    case Policy::kRunNowHome: return "fifo";
+    case Policy::kTemporal: return "temporal";
+    case Policy::kSpatial: return "spatial";
+    case Policy::kSpatioTemporal: return "spatio-temporal";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kEps = 1e-9;
+
+// Fixed one-decimal formatting without printf (cheap: reasons are built for
+// every failing region of every job in a pass).
+std::string fmt1(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 1);
+  return std::string(buf, r.ptr);
+}
+
+// Per-thread scratch buffers (no allocation per job and region).
+struct Scratch {
+  std::vector<int> next_bad, feas, pick;
+  std::vector<char> chosen;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// One region prepared for a pass: hourly slots from floor_hour(now).
+struct Prepared {
+  const Region* region = nullptr;
+  std::string problem;            // non-empty: region unusable (reason)
+  int forecast_slots = 0;         // slots backed by the real forecast
+  std::vector<double> intensity;  // per slot (extended beyond forecast_slots)
+  std::vector<double> prefix;     // prefix[k] = sum intensity[0..k)
+  std::vector<int> capacity;      // per slot
+  std::vector<int> used;          // per slot, from the ledger (updated by place_all)
+  int max_capacity = 0;
+};
+
+Prepared prepare(const Region& r, Time now, int n, const CapacityLedger& ledger) {
+  Prepared p;
+  p.region = &r;
+  Time h0 = floor_hour(now);
+  const auto& f = r.forecast;
+  if (f.empty()) {
+    p.problem = "no forecast";
+    return p;
+  }
+  if (f.step() != Hours{1}) {
+    p.problem = "forecast is not hourly";
+    return p;
+  }
+  if (f.start() != floor_hour(f.start())) {
+    p.problem = "forecast starts at " + format_time(f.start()) + ", not on an hour boundary";
+    return p;
+  }
+  if (h0 < f.start() || h0 >= f.end()) {
+    p.problem = "forecast [" + format_time(f.start()) + ", " + format_time(f.end()) + ") does not contain " +
+                format_time(h0);
+    return p;
+  }
+  size_t i0 = f.index_of(h0);
+  int avail = static_cast<int>(std::min<size_t>(f.size() - i0, static_cast<size_t>(n)));
+  p.forecast_slots = avail;
+  p.intensity.resize(static_cast<size_t>(n));
+  for (int k = 0; k < avail; ++k) p.intensity[k] = f[i0 + k];
+  int period = std::min(avail, 24);
+  for (int k = avail; k < n; ++k) p.intensity[k] = p.intensity[avail - period + ((k - avail) % period)];
+  p.prefix.resize(static_cast<size_t>(n) + 1);
+  p.prefix[0] = 0;
+  for (int k = 0; k < n; ++k) p.prefix[k + 1] = p.prefix[k] + p.intensity[k];
+  p.capacity.assign(static_cast<size_t>(n), r.capacity);
+  for (int k = 0; k < n && k < static_cast<int>(r.capacity_by_hour.size()); ++k) p.capacity[k] = r.capacity_by_hour[k];
+  p.max_capacity = n ? *std::max_element(p.capacity.begin(), p.capacity.end()) : 0;
+  ledger.usage(r.name, h0, n, p.used);
+  if (r.pue < 1.0 || !std::isfinite(r.pue)) p.problem = "PUE " + std::to_string(r.pue) + " < 1";
+  else if (r.hardware.resources_per_server <= 0 || r.hardware.lifetime_years <= 0)
+    p.problem = "incomplete hardware profile '" + r.hardware.name + "'";
+  return p;
+}
+
+// A candidate plan in one region, in slots.
+struct Plan {
+  bool ok = false;
+  double op_g = 0, emb_g = 0;
+  std::vector<std::pair<int, int>> runs;  // [first slot, last slot + 1)
+  double last_frac = 1.0;                 // fraction of the last slot used
+  double cost() const { return op_g + emb_g; }
+  int first() const { return runs.front().first; }
+};
+
+struct JobShape {
+  double hours = 0;   // run time
+  double kw = 0;      // facility kW (power x PUE)
+  double emb_per_h = 0;
+};
+
+JobShape shape(const Job& job, const Region& r) {
+  JobShape s;
+  s.hours = static_cast<double>(job.duration.count()) / 3600.0;
+  s.kw = r.hardware.power_w(job.gpus, job.utilization) / 1000.0 * r.pue;
+  s.emb_per_h = r.hardware.embodied_g_per_resource_hour() * job.gpus;
+  return s;
+}
+
+// Integral of intensity (x hours) between positions x0 <= x1, measured in
+// hours from floor_hour(now); requires x1 <= n.
+double intensity_hours(const Prepared& p, double x0, double x1) {
+  auto F = [&](double x) {
+    size_t k = static_cast<size_t>(std::floor(x));
+    double v = p.prefix[k];
+    if (k < p.intensity.size()) v += (x - static_cast<double>(k)) * p.intensity[k];
+    return v;
+  };
+  return F(x1) - F(x0);
+}
+
+// Offset of `now` into its hour, in hours.
+double now_offset(Time now) { return static_cast<double>((now - floor_hour(now)).count()) / 3600.0; }
+
+// Slots the run occupies.
+int slots_for(double hours) { return static_cast<int>(std::ceil(hours - 1e-9)); }
+
+Time slot_time(Time now, int k) { return k == 0 ? now : floor_hour(now) + Hours{k}; }
+
+// Largest number of slots usable before the deadline starting from slot 0
+// (slot k usable if its end <= deadline, treating slot 0 as starting at now).
+int slots_before(Time now, Time deadline, int n) {
+  if (deadline == Time::max()) return n;
+  if (deadline <= now) return 0;
+  Time h0 = floor_hour(now);
+  auto k = (deadline - h0) / Hours{1};
+  return static_cast<int>(std::min<long>(k, n));
+}
+
+// Earliest / cheapest contiguous start in region p. `last_end_slot`: the run
+// must end within slot < last_end_slot (deadline); `earliest_only`: take the
+// first feasible start.
+Plan best_contiguous(const Prepared& p, const Job& job, const JobShape& js, int first_slot, Time now,
+                     Time deadline, bool earliest_only, double tol) {
+  Plan best;
+  int n = static_cast<int>(p.intensity.size());
+  int L = slots_for(js.hours);
+  if (L <= 0 || L > n) return best;
+  double off0 = now_offset(now);
+  // next_bad[k]: first slot >= k without enough free capacity.
+  auto& next_bad = scratch().next_bad;
+  next_bad.resize(static_cast<size_t>(n) + 1);
+  next_bad[n] = n;
+  for (int k = n - 1; k >= 0; --k) next_bad[k] = (p.capacity[k] - p.used[k] >= job.gpus) ? next_bad[k + 1] : k;
+  for (int s = first_slot; s + L <= n; ++s) {
+    double x0 = s == 0 ? off0 : s;
+    int Ls = slots_for(x0 + js.hours) - s;   // a start at `now` may straddle one more hour
+    if (s + Ls > n) break;
+    if (next_bad[s] < s + Ls) {
+      s = next_bad[s];  // jump past the obstacle (loop ++ moves beyond it)
+      continue;
+    }
+    Time start = slot_time(now, s);
+    if (!earliest_only && start + job.duration > deadline) break;
+    double op = js.kw * intensity_hours(p, x0, x0 + js.hours);
+    if (!best.ok || op < best.op_g * (1 - tol) - kEps) {
+      best.ok = true;
+      best.op_g = op;
+      best.runs = {{s, s + Ls}};
+    }
+    if (earliest_only) break;
+  }
+  if (best.ok) best.emb_g = js.emb_per_h * js.hours;
+  return best;
+}
+
+// Interruptible: cheapest set of slots in [first_slot, end_slot) with free
+// capacity, at most max_windows runs; each extra run adds resume overhead.
+Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int first_slot, int end_slot,
+                  int max_windows) {
+  Plan best;
+  auto& feas = scratch().feas;
+  feas.clear();
+  for (int k = first_slot; k < end_slot; ++k)
+    if (p.capacity[k] - p.used[k] >= job.gpus) feas.push_back(k);
+  double ov_h = static_cast<double>(job.resume_overhead.count()) / 3600.0;
+  auto cheaper = [&](int a, int b) { return p.intensity[a] < p.intensity[b] || (p.intensity[a] == p.intensity[b] && a < b); };
+  auto& chosen = scratch().chosen;
+  chosen.assign(static_cast<size_t>(end_slot), 0);
+  double hours = js.hours;
+  int windows = 1;
+  for (int iter = 0; iter < 6; ++iter) {
+    int L = slots_for(hours);
+    if (L > static_cast<int>(feas.size()) || L <= 0) return best;
+    auto& pick = scratch().pick;
+    pick.assign(feas.begin(), feas.end());
+    std::nth_element(pick.begin(), pick.begin() + (L - 1), pick.end(), cheaper);
+    std::fill(chosen.begin(), chosen.end(), 0);
+    for (int i = 0; i < L; ++i) chosen[pick[i]] = 1;
+    auto count_runs = [&] {
+      int w = 0;
+      for (int k = first_slot; k < end_slot; ++k)
+        if (chosen[k] && (k == first_slot || !chosen[k - 1])) ++w;
+      return w;
+    };
+    int w = count_runs();
+    // Too many windows: fill the shortest fillable gap, then drop the most
+    // expensive edge slots to keep L slots.
+    while (w > max_windows) {
+      int best_a = -1, best_b = -1;
+      int k = first_slot;
+      int prev_end = -1;
+      while (k < end_slot) {
+        if (chosen[k]) {
+          int a = k;
+          while (k < end_slot && chosen[k]) ++k;
+          if (prev_end >= 0) {
+            bool fillable = true;
+            for (int g = prev_end; g < a; ++g)
+              if (p.capacity[g] - p.used[g] < job.gpus) fillable = false;
+            if (fillable && (best_a < 0 || a - prev_end < best_b - best_a)) best_a = prev_end, best_b = a;
+          }
+          prev_end = k;
+        } else {
+          ++k;
+        }
+      }
+      if (best_a < 0) return best;  // cannot merge
+      int added = best_b - best_a;
+      for (int g = best_a; g < best_b; ++g) chosen[g] = 1;
+      for (int d = 0; d < added; ++d) {
+        int worst = -1;
+        for (int e = first_slot; e < end_slot; ++e) {
+          if (!chosen[e]) continue;
+          bool edge = (e == first_slot || !chosen[e - 1]) || (e + 1 == end_slot || !chosen[e + 1]);
+          if (edge && (worst < 0 || p.intensity[e] > p.intensity[worst])) worst = e;
+        }
+        chosen[worst] = 0;
+      }
+      w = count_runs();
+    }
+    double need = js.hours + (w - 1) * ov_h;
+    windows = w;
+    if (slots_for(need) == L || iter == 5) {
+      hours = need;
+      if (slots_for(need) != L) return best;
+      break;
+    }
+    hours = need;
+  }
+  (void)windows;
+  best.ok = true;
+  int last = -1;
+  double sum = 0;
+  for (int k = first_slot; k < end_slot; ++k) {
+    if (!chosen[k]) continue;
+    sum += p.intensity[k];
+    last = k;
+    if (best.runs.empty() || best.runs.back().second != k) best.runs.push_back({k, k + 1});
+    else best.runs.back().second = k + 1;
+  }
+  int L = slots_for(hours);
+  double frac = hours - (L - 1);
+  best.last_frac = frac;
+  sum -= (1.0 - frac) * p.intensity[last];
+  best.op_g = js.kw * sum;
+  best.emb_g = js.emb_per_h * hours;
+  return best;
+}
+
+std::string grams_str(double g) {
+  if (std::isnan(g)) return "n/a";
+  if (std::fabs(g) >= 1e6) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, g / 1e6, std::chars_format::fixed, 2);
+    return std::string(buf, r.ptr) + " t";
+  }
+  if (std::fabs(g) >= 1e3) return fmt1(g / 1e3) + " kg";
+  return fmt1(g) + " g";
+}
+
+struct PassContext {
+  std::vector<Prepared> prepared;
+  Time now;
+  int n = 0;
+};
+
+int find_region(const PassContext& ctx, const std::string& name) {
+  for (size_t i = 0; i < ctx.prepared.size(); ++i)
+    if (ctx.prepared[i].region->name == name) return static_cast<int>(i);
+  return -1;
+}
+
+Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementOptions& opt) {
+  Decision d;
+  d.job_id = job.id;
+  const Time now = ctx.now;
+  auto fail = [&](std::string why) {
+    d.feasible = false;
+    d.reason = std::move(why);
+    d.explanation = "Job " + job.id + " cannot be placed: " + d.reason;
+    return d;
+  };
+  if (job.gpus < 1) return fail("job asks for " + std::to_string(job.gpus) + " GPUs (must be >= 1)");
+  if (job.duration.count() <= 0) return fail("job has no positive duration");
+  if (job.utilization < 0 || job.utilization > 1 || !std::isfinite(job.utilization))
+    return fail("utilization must be in [0, 1]");
+
+  bool deadline_bound = opt.policy == Policy::kTemporal || opt.policy == Policy::kSpatioTemporal;
+  bool home_only = opt.policy == Policy::kTemporal || opt.policy == Policy::kRunNowHome;
+  Time earliest = std::max(now, job.submit);
+  int first_slot = static_cast<int>((floor_hour(earliest) - floor_hour(now)) / Hours{1});
+  if (earliest > now && earliest != floor_hour(earliest)) first_slot += 1;  // start at the next hour boundary
+
+  // Counterfactual: run now (earliest) at home, ignoring capacity.
+  int home = find_region(ctx, job.home_region);
+  d.run_now_home_grams = kNaN;
+  if (home >= 0 && ctx.prepared[home].problem.empty()) {
+    const auto& hp = ctx.prepared[home];
+    auto js = shape(job, *hp.region);
+    if (first_slot + slots_for(js.hours) + 1 <= ctx.n)
+      d.run_now_home_grams =
+          js.kw * intensity_hours(hp, first_slot == 0 ? now_offset(now) : first_slot,
+                                  (first_slot == 0 ? now_offset(now) : first_slot) + js.hours) +
+          js.emb_per_h * js.hours;
+  }
+
+  if (deadline_bound && earliest + job.duration > job.deadline)
+    return fail("deadline " + format_time(job.deadline) + " is before the earliest possible finish " +
+                format_time(earliest + job.duration));
+
+  // Candidate regions.
+  std::vector<int> cands;
+  std::string reasons;
+  auto note = [&](const std::string& r) { reasons += (reasons.empty() ? "" : "; ") + r; };
+  if (home_only) {
+    if (home < 0) return fail("home region '" + job.home_region + "' is not a known region");
+    cands.push_back(home);
+  } else if (job.allowed_regions.empty()) {
+    for (size_t i = 0; i < ctx.prepared.size(); ++i) cands.push_back(static_cast<int>(i));
+  } else {
+    for (const auto& a : job.allowed_regions) {
+      int i = find_region(ctx, a);
+      if (i < 0) note(a + ": unknown region");
+      else cands.push_back(i);
+    }
+  }
+  if (cands.empty()) return fail("no candidate region" + (reasons.empty() ? std::string() : " (" + reasons + ")"));
+
+  int best_r = -1;
+  Plan best;
+  for (int ri : cands) {
+    const auto& p = ctx.prepared[ri];
+    const std::string& name = p.region->name;
+    if (!p.problem.empty()) {
+      note(name + ": " + p.problem);
+      continue;
+    }
+    if (p.max_capacity < job.gpus) {
+      note(name + ": capacity " + std::to_string(p.max_capacity) + " < " + std::to_string(job.gpus) + " GPUs");
+      continue;
+    }
+    auto js = shape(job, *p.region);
+    Plan plan;
+    if (!deadline_bound) {
+      plan = best_contiguous(p, job, js, first_slot, now, job.deadline, /*earliest_only=*/true, 0.0);
+      if (!plan.ok) note(name + ": no free capacity within the " + std::to_string(ctx.n) + " h look-ahead");
+    } else {
+      int end_slot = slots_before(now, job.deadline, ctx.n);
+      plan = best_contiguous(p, job, js, first_slot, now, job.deadline, false, opt.prefer_earlier_within);
+      if (job.interruptible && opt.max_windows > 1 && end_slot > first_slot) {
+        // Windows use whole hours: skip the partial hour of `now`.
+        int wfirst = std::max(first_slot, now_offset(now) > 0 ? 1 : 0);
+        Plan w = best_windows(p, job, js, wfirst, end_slot, opt.max_windows);
+        if (w.ok && (!plan.ok || w.cost() < plan.cost() * (1 - (w.first() > plan.first() ? opt.prefer_earlier_within : 0)) - kEps))
+          plan = w;
+      }
+      if (!plan.ok) {
+        if (job.deadline != Time::max() && slots_before(now, job.deadline, ctx.n) >= ctx.n &&
+            floor_hour(now) + Hours{ctx.n} < job.deadline)
+          note(name + ": not enough free capacity within the " + std::to_string(ctx.n) + " h look-ahead");
+        else
+          note(name + ": not enough free capacity (" + std::to_string(job.gpus) + " GPUs for " +
+               fmt1(js.hours) + " h) before the deadline");
+      }
+    }
+    if (!plan.ok) continue;
+    const double tol = opt.prefer_earlier_within;
+    bool better = best_r < 0 ||
+                  (plan.first() > best.first() ? plan.cost() < best.cost() * (1 - tol) - kEps
+                   : plan.first() < best.first() ? plan.cost() <= best.cost() * (1 + tol) + kEps
+                                                 : plan.cost() < best.cost() - kEps);
+    if (!deadline_bound && best_r >= 0) {
+      // Latency-first baselines: earliest start wins, then grams.
+      better = plan.first() < best.first() || (plan.first() == best.first() && plan.cost() < best.cost() - kEps);
+    }
+    if (better) best = plan, best_r = ri;
+  }
+  if (best_r < 0) return fail("no feasible placement" +
+                              (deadline_bound && job.deadline != Time::max()
+                                   ? " finishing by " + format_time(job.deadline)
+                                   : std::string()) +
+                              ": " + reasons);
+
+  const auto& p = ctx.prepared[best_r];
+  d.feasible = true;
+  d.region = p.region->name;
+  for (size_t i = 0; i < best.runs.size(); ++i) {
+    auto [a, b] = best.runs[i];
+    Window w{slot_time(now, a), floor_hour(now) + Hours{b}};
+    if (i + 1 == best.runs.size() && best.last_frac < 1.0) w.end -= Seconds{static_cast<long>(std::lround((1.0 - best.last_frac) * 3600))};
+    if (best.runs.size() == 1) w.end = w.start + job.duration;
+    d.windows.push_back(w);
+  }
+  d.start = d.windows.front().start;
+  d.end = d.windows.back().end;
+  d.deadline_met = d.end <= job.deadline;
+  d.expected_operational_grams = best.op_g;
+  d.expected_embodied_grams = best.emb_g;
+  d.expected_grams = best.cost();
+  d.forecast_extended = best.runs.back().second > p.forecast_slots;
+  if (!std::isnan(d.run_now_home_grams)) {
+    d.saving_grams = d.run_now_home_grams - d.expected_grams;
+    d.saving_pct = d.run_now_home_grams > 0 ? 100.0 * d.saving_grams / d.run_now_home_grams : 0.0;
+  } else {
+    d.saving_grams = d.saving_pct = kNaN;
+  }
+  // Explanation.
+  std::string e = "Job " + job.id + " (" + std::to_string(job.gpus) + " GPUs, ";
+  e += fmt1(static_cast<double>(job.duration.count()) / 3600.0) + " h";
+  e += std::string(job.interruptible ? ", interruptible" : "") + "): run in " + d.region + " ";
+  if (d.windows.size() == 1) {
+    e += "from " + format_time(d.start) + " to " + format_time(d.end);
+  } else {
+    e += "in " + std::to_string(d.windows.size()) + " windows (checkpoint and resume) between " + format_time(d.start) +
+         " and " + format_time(d.end);
+  }
+  e += " [" + std::string(policy_name(opt.policy)) + "]. Expected " + grams_str(d.expected_grams) + " CO2e (operational " +
+       grams_str(d.expected_operational_grams) + ", embodied " + grams_str(d.expected_embodied_grams) + ")";
+  if (!std::isnan(d.run_now_home_grams)) {
+    e += " vs " + grams_str(d.run_now_home_grams) + " if run now in " + job.home_region + ": saves " +
+         grams_str(d.saving_grams) + " (" + fmt1(d.saving_pct) + "%)";
+  } else {
+    e += "; home region '" + job.home_region + "' unknown, no run-now comparison";
+  }
+  e += ".";
+  if (d.start > std::max(now, job.submit)) {
+    e += " Waits " + fmt1(static_cast<double>((d.start - std::max(now, job.submit)).count()) / 3600.0) + " h";
+    e += job.deadline != Time::max() ? " (deadline " + format_time(job.deadline) + ")." : ".";
+  }
+  if (d.forecast_extended)
+    e += " The plan extends beyond the " + std::to_string(p.forecast_slots) +
+         " h forecast, which was extended by repeating its last 24 h.";
+  if (!d.deadline_met) e += " It misses the deadline " + format_time(job.deadline) + ".";
+  d.explanation = std::move(e);
+  return d;
+}
+
+PassContext make_context(const std::vector<Region>& regions, const CapacityLedger& planned, Time now,
+                         const PlacementOptions& opt) {
+  PassContext ctx;
+  ctx.now = now;
+  ctx.n = static_cast<int>(std::max<long>(1, opt.max_lookahead.count()));
+  ctx.prepared.reserve(regions.size());
+  for (const auto& r : regions) ctx.prepared.push_back(prepare(r, now, ctx.n, planned));
+  return ctx;
+}
+
+void commit(PassContext& ctx, CapacityLedger& planned, const Job& job, const Decision& d) {
+  int ri = find_region(ctx, d.region);
+  planned.reserve(d.region, d.windows, job.gpus);
+  if (ri < 0) return;
+  auto& p = ctx.prepared[ri];
+  Time h0 = floor_hour(ctx.now);
+  for (const auto& w : d.windows) {
+    int a = static_cast<int>((floor_hour(w.start) - h0) / Hours{1});
+    int b = static_cast<int>((ceil_hour(w.end) - h0) / Hours{1});
+    for (int k = std::max(a, 0); k < std::min(b, ctx.n); ++k) p.used[k] += job.gpus;
+  }
+}
+
+}  // namespace
+
+Decision place(const Job& job, const std::vector<Region>& regions, const CapacityLedger& planned, Time now,
+               const PlacementOptions& options) {
+  auto ctx = make_context(regions, planned, now, options);
+  return place_prepared(job, ctx, options);
+}
+
+std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<Region>& regions,
+                                CapacityLedger& planned, Time now, const PlacementOptions& options) {
+  auto ctx = make_context(regions, planned, now, options);
+  std::vector<size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Job& x = jobs[a];
+    const Job& y = jobs[b];
+    if (x.deadline != y.deadline) return x.deadline < y.deadline;
+    double gx = x.gpus * static_cast<double>(x.duration.count()), gy = y.gpus * static_cast<double>(y.duration.count());
+    if (gx != gy) return gx > gy;
+    return x.id < y.id;
+  });
+  std::vector<Decision> out(jobs.size());
+  for (size_t i : order) {
+    out[i] = place_prepared(jobs[i], ctx, options);
+    if (out[i].feasible) commit(ctx, planned, jobs[i], out[i]);
+  }
+  return out;
+}
+
+}  // namespace carbon

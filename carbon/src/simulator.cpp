@@ -1,0 +1,357 @@
+#include "carbon/simulator.h"
+
+#include "carbon/accounting.h"
+#include "carbon/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+
+namespace carbon {
+
+const char* sim_policy_name(SimPolicy p) {
+  switch (p) {
+    case SimPolicy::kFifo: return "fifo";
+    case SimPolicy::kTemporal: return "temporal";
+    case SimPolicy::kSpatial: return "spatial";
+    case SimPolicy::kSpatioTemporal: return "spatio-temporal";
+    case SimPolicy::kOracle: return "oracle";
+  }
+  return "?";
+}
+
+SimPolicy parse_sim_policy(const std::string& s) {
+  for (auto p : {SimPolicy::kFifo, SimPolicy::kTemporal, SimPolicy::kSpatial, SimPolicy::kSpatioTemporal, SimPolicy::kOracle})
+    if (s == sim_policy_name(p)) return p;
+  throw CarbonError("unknown policy '" + s + "' (known: fifo, temporal, spatial, spatio-temporal, oracle)");
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+const SimRegion& region_of(const SimConfig& c, const std::string& zone) {
+  for (const auto& r : c.regions)
+    if (r.zone == zone) return r;
+  throw CarbonError("simulator: region '" + zone + "' is not configured");
+}
+
+const IntensitySeries& actual_of(const SimConfig& c, const std::string& zone) {
+  auto it = c.actual.find(zone);
+  if (it == c.actual.end()) throw CarbonError("simulator: no intensity series for zone '" + zone + "'");
+  return it->second;
+}
+
+// Actual emissions of running `job` in `region` during `windows`.
+void account(const SimConfig& c, const Job& job, const std::string& zone, JobOutcome& o) {
+  const auto& r = region_of(c, zone);
+  const auto& a = actual_of(c, zone);
+  double power = r.hardware.power_w(job.gpus, job.utilization);
+  o.operational_grams = 0;
+  Seconds run{0};
+  for (const auto& w : o.windows) {
+    o.operational_grams += operational_grams(a, w.start, w.end, power, r.pue);
+    run += w.end - w.start;
+  }
+  o.grams = o.operational_grams + embodied_grams(r.hardware, run, job.gpus);
+}
+
+void finish_outcome(const Job& job, JobOutcome& o) {
+  Time end = o.windows.back().end;
+  o.delay_h = static_cast<double>((end - (job.submit + job.duration)).count()) / 3600.0;
+  o.deadline_missed = end > job.deadline;
+}
+
+void validate(const std::vector<Job>& trace, const SimConfig& c) {
+  if (c.regions.empty()) throw CarbonError("simulator: no regions");
+  for (const auto& r : c.regions) {
+    const auto& a = actual_of(c, r.zone);
+    if (a.step() != Hours{1}) throw CarbonError("simulator: series for " + r.zone + " is not hourly");
+    if (r.capacity < 0 || r.pue < 1) throw CarbonError("simulator: region " + r.zone + " needs capacity >= 0 and PUE >= 1");
+  }
+  for (const auto& j : trace) {
+    region_of(c, j.home_region);
+    for (const auto& z : j.allowed_regions) region_of(c, z);
+  }
+}
+
+// Capacity-relaxed lower bound: cheapest hours across allowed regions.
+JobOutcome oracle_job(const SimConfig& c, const Job& job) {
+  JobOutcome o;
+  o.job_id = job.id;
+  std::vector<std::string> zones = job.allowed_regions;
+  if (zones.empty())
+    for (const auto& r : c.regions) zones.push_back(r.zone);
+  double hours = static_cast<double>(job.duration.count()) / 3600.0;
+  Time from = ceil_hour(job.submit);
+  Time to = job.deadline == Time::max() ? from + c.placement.max_lookahead : floor_hour(job.deadline);
+  int L = static_cast<int>(std::ceil(hours - 1e-9));
+  if ((to - from) / Hours{1} < L) to = from + Hours{L};   // cannot meet the deadline: earliest hours
+  struct Slot {
+    double cost;
+    Time t;
+    int zone;
+  };
+  std::vector<Slot> slots;
+  for (Time t = from; t < to; t += Hours{1}) {
+    Slot best{std::numeric_limits<double>::infinity(), t, -1};
+    for (size_t z = 0; z < zones.size(); ++z) {
+      const auto& r = region_of(c, zones[z]);
+      const auto& a = actual_of(c, zones[z]);
+      if (t < a.start() || t >= a.end()) continue;
+      double cost = r.hardware.power_w(job.gpus, job.utilization) / 1000.0 * r.pue * a.at(t) +
+                    r.hardware.embodied_g_per_resource_hour() * job.gpus;
+      if (cost < best.cost) best = {cost, t, static_cast<int>(z)};
+    }
+    if (best.zone >= 0) slots.push_back(best);
+  }
+  if (static_cast<int>(slots.size()) < L) throw CarbonError("simulator: no recorded intensity for job " + job.id);
+  std::stable_sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.cost < b.cost; });
+  slots.resize(static_cast<size_t>(L));
+  double frac = hours - (L - 1);
+  std::vector<double> per_zone(zones.size(), 0);
+  o.grams = 0;
+  for (int i = 0; i < L; ++i) {
+    double f = i == L - 1 ? frac : 1.0;
+    o.grams += f * slots[i].cost;
+    per_zone[slots[i].zone] += f;
+  }
+  std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.t < b.t; });
+  for (const auto& s : slots) {
+    if (!o.windows.empty() && o.windows.back().end == s.t) o.windows.back().end += Hours{1};
+    else o.windows.push_back({s.t, s.t + Hours{1}});
+  }
+  o.region = zones[std::max_element(per_zone.begin(), per_zone.end()) - per_zone.begin()];
+  o.operational_grams = kNaN;   // mixed regions: only the total is meaningful
+  o.expected_grams = kNaN;
+  finish_outcome(job, o);
+  o.delay_h = std::max(0.0, o.delay_h);
+  o.deadline_missed = o.windows.back().end > job.deadline;
+  return o;
+}
+
+Policy placement_policy(SimPolicy p) {
+  switch (p) {
+    case SimPolicy::kFifo: return Policy::kRunNowHome;
+    case SimPolicy::kTemporal: return Policy::kTemporal;
+    case SimPolicy::kSpatial: return Policy::kSpatial;
+    default: return Policy::kSpatioTemporal;
+  }
+}
+
+}  // namespace
+
+PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, SimPolicy policy) {
+  validate(trace, config);
+  PolicyResult res;
+  res.policy = policy;
+  auto forecaster = config.forecaster ? config.forecaster : perfect_forecaster();
+  res.forecaster = policy == SimPolicy::kOracle ? "perfect" : forecaster->name();
+  res.jobs = static_cast<int>(trace.size());
+  res.outcomes.resize(trace.size());
+
+  if (policy == SimPolicy::kOracle) {
+    for (size_t i = 0; i < trace.size(); ++i) res.outcomes[i] = oracle_job(config, trace[i]);
+  } else {
+    PlacementOptions opt = config.placement;
+    opt.policy = placement_policy(policy);
+    PlacementOptions fallback = opt;
+    fallback.policy = policy == SimPolicy::kTemporal ? Policy::kRunNowHome : Policy::kSpatial;
+    int lookahead = static_cast<int>(opt.max_lookahead.count());
+
+    std::vector<size_t> order(trace.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return trace[a].submit < trace[b].submit; });
+    CapacityLedger ledger;
+    std::vector<Region> regions;
+    for (const auto& r : config.regions) {
+      Region g;
+      g.name = r.zone;
+      g.capacity = r.capacity;
+      g.pue = r.pue;
+      g.hardware = r.hardware;
+      regions.push_back(std::move(g));
+    }
+    std::vector<size_t> pending;   // to place this cycle
+    std::vector<size_t> waiting;   // placed, not started yet (re-planning only)
+    const long replan = config.replan_every.count();
+    size_t next = 0;
+    Time t = order.empty() ? Time{} : ceil_hour(trace[order[0]].submit);
+    Time give_up = order.empty() ? Time{} : ceil_hour(trace[order.back()].submit) + Hours{24 * 60};
+    auto capacity_of = [&](const std::string& zone) { return region_of(config, zone).capacity; };
+    auto fits = [&](const std::string& zone, const std::vector<Window>& ws, int gpus) {
+      for (const auto& w : ws)
+        for (Time h = floor_hour(w.start); h < w.end; h += Hours{1})
+          if (ledger.used(zone, h) + gpus > capacity_of(zone)) return false;
+      return true;
+    };
+    std::vector<Job> batch;
+    while (next < order.size() || !pending.empty() || !waiting.empty()) {
+      if (t > give_up) throw CarbonError("simulator: jobs still unplaced 60 days after the last submission (capacity too small?)");
+      while (next < order.size() && ceil_hour(trace[order[next]].submit) <= t) pending.push_back(order[next++]);
+      bool replan_now = replan > 0 && (to_unix(t) / 3600) % replan == 0;
+      // Old plans of re-planned jobs, to restore when they no longer fit.
+      std::map<size_t, JobOutcome> old_plan;
+      if (replan_now) {
+        std::vector<size_t> keep;
+        for (size_t i : waiting) {
+          auto& o = res.outcomes[i];
+          if (o.windows.front().start <= t) continue;   // started: fixed from now on
+          ledger.reserve(o.region, o.windows, -trace[i].gpus);
+          old_plan[i] = o;
+          pending.push_back(i);
+        }
+        waiting.clear();
+      }
+      if (pending.empty()) {
+        Time next_arrival = next < order.size() ? ceil_hour(trace[order[next]].submit) : Time::max();
+        Time next_replan = Time::max();
+        if (replan > 0 && !waiting.empty()) {
+          long h = to_unix(t) / 3600;
+          next_replan = from_unix((h / replan + 1) * replan * 3600);
+        }
+        t = std::min(next_arrival, next_replan);
+        if (t == Time::max()) break;
+        continue;
+      }
+      // Forecasts issued at t.
+      for (size_t ri = 0; ri < regions.size(); ++ri) {
+        const auto& a = actual_of(config, regions[ri].name);
+        if (t < a.start() || t >= a.end())
+          throw CarbonError("simulator: " + regions[ri].name + " has no recorded intensity at " + format_time(t));
+        int h = static_cast<int>(std::min<long>(lookahead, (a.end() - t) / Hours{1}));
+        regions[ri].forecast = forecast_series(*forecaster, a, t, h);
+      }
+      auto accept = [&](size_t i, const Decision& d, bool fb) {
+        auto& o = res.outcomes[i];
+        o.job_id = trace[i].id;
+        o.region = d.region;
+        o.windows = d.windows;
+        o.expected_grams = d.expected_grams;
+        o.fallback = fb;
+        if (replan > 0 && o.windows.front().start > t) waiting.push_back(i);
+      };
+      batch.clear();
+      for (size_t i : pending) batch.push_back(trace[i]);
+      auto decisions = place_all(batch, regions, ledger, t, opt);
+      std::vector<size_t> still;
+      std::vector<Job> retry;
+      std::vector<size_t> retry_idx;
+      for (size_t b = 0; b < batch.size(); ++b) {
+        size_t i = pending[b];
+        if (decisions[b].feasible) {
+          accept(i, decisions[b], false);
+        } else if (auto it = old_plan.find(i); it != old_plan.end() && fits(it->second.region, it->second.windows, trace[i].gpus)) {
+          res.outcomes[i] = it->second;   // keep the old plan
+          ledger.reserve(it->second.region, it->second.windows, trace[i].gpus);
+          if (replan > 0) waiting.push_back(i);
+        } else {
+          retry.push_back(batch[b]);
+          retry_idx.push_back(i);
+        }
+      }
+      if (!retry.empty() && fallback.policy != opt.policy) {
+        auto fb = place_all(retry, regions, ledger, t, fallback);
+        for (size_t b = 0; b < retry.size(); ++b) {
+          if (fb[b].feasible) accept(retry_idx[b], fb[b], true);
+          else still.push_back(retry_idx[b]);
+        }
+      } else {
+        still = retry_idx;
+      }
+      pending = std::move(still);
+      t += Hours{1};
+    }
+    for (size_t i = 0; i < trace.size(); ++i) {
+      auto& o = res.outcomes[i];
+      account(config, trace[i], o.region, o);
+      finish_outcome(trace[i], o);
+    }
+  }
+
+  std::vector<double> delays;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const auto& o = res.outcomes[i];
+    res.total_grams += o.grams;
+    if (!std::isnan(o.operational_grams)) res.operational_grams += o.operational_grams;
+    res.deadline_misses += o.deadline_missed ? 1 : 0;
+    delays.push_back(o.delay_h);
+    double run_h = 0;
+    for (const auto& w : o.windows) run_h += static_cast<double>((w.end - w.start).count()) / 3600.0;
+    res.gpu_hours_by_region[o.region] += run_h * trace[i].gpus;
+  }
+  if (policy == SimPolicy::kOracle) res.operational_grams = kNaN;
+  res.embodied_grams = std::isnan(res.operational_grams) ? kNaN : res.total_grams - res.operational_grams;
+  if (!delays.empty()) {
+    res.mean_delay_h = std::accumulate(delays.begin(), delays.end(), 0.0) / static_cast<double>(delays.size());
+    std::sort(delays.begin(), delays.end());
+    res.p95_delay_h = delays[static_cast<size_t>(std::ceil(0.95 * static_cast<double>(delays.size()))) - 1];
+  }
+  return res;
+}
+
+std::vector<PolicyResult> compare_policies(const std::vector<Job>& trace, const SimConfig& config,
+                                           const std::vector<SimPolicy>& policies) {
+  std::vector<PolicyResult> out;
+  out.push_back(simulate(trace, config, SimPolicy::kFifo));
+  for (auto p : policies)
+    if (p != SimPolicy::kFifo) out.push_back(simulate(trace, config, p));
+  double base = out[0].total_grams;
+  for (auto& r : out) r.saved_pct_vs_fifo = base > 0 ? 100.0 * (base - r.total_grams) / base : 0.0;
+  return out;
+}
+
+std::string format_results_table(const std::vector<PolicyResult>& results) {
+  std::string s;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-16s %-18s %7s %12s %12s %10s %9s %7s %9s %9s\n", "policy", "forecast", "jobs",
+                "total_tCO2e", "oper_tCO2e", "emb_tCO2e", "saved_%", "misses", "mean_dly_h", "p95_dly_h");
+  s += buf;
+  for (const auto& r : results) {
+    std::snprintf(buf, sizeof buf, "%-16s %-18s %7d %12.2f %12.2f %10.2f %9.2f %7d %9.2f %9.2f\n",
+                  sim_policy_name(r.policy), r.forecaster.c_str(), r.jobs, r.total_grams / 1e6,
+                  r.operational_grams / 1e6, r.embodied_grams / 1e6, r.saved_pct_vs_fifo, r.deadline_misses,
+                  r.mean_delay_h, r.p95_delay_h);
+    s += buf;
+  }
+  return s;
+}
+
+std::string results_csv(const std::vector<PolicyResult>& results) {
+  std::string s = "policy,forecast,jobs,total_g,operational_g,embodied_g,saved_pct_vs_fifo,deadline_misses,mean_delay_h,p95_delay_h\n";
+  char buf[320];
+  for (const auto& r : results) {
+    std::snprintf(buf, sizeof buf, "%s,%s,%d,%.3f,%.3f,%.3f,%.4f,%d,%.4f,%.4f\n", sim_policy_name(r.policy),
+                  r.forecaster.c_str(), r.jobs, r.total_grams, r.operational_grams, r.embodied_grams,
+                  r.saved_pct_vs_fifo, r.deadline_misses, r.mean_delay_h, r.p95_delay_h);
+    s += buf;
+  }
+  return s;
+}
+
+std::string format_region_load_table(const std::vector<PolicyResult>& results, const std::vector<std::string>& zones) {
+  std::string s;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%-14s", "GPU-h (k)");
+  s += buf;
+  for (const auto& r : results) {
+    std::snprintf(buf, sizeof buf, " %16s", sim_policy_name(r.policy));
+    s += buf;
+  }
+  s += "\n";
+  for (const auto& z : zones) {
+    std::snprintf(buf, sizeof buf, "%-14s", z.c_str());
+    s += buf;
+    for (const auto& r : results) {
+      auto it = r.gpu_hours_by_region.find(z);
+      std::snprintf(buf, sizeof buf, " %16.1f", it == r.gpu_hours_by_region.end() ? 0.0 : it->second / 1e3);
+      s += buf;
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+}  // namespace carbon

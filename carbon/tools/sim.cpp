@@ -1,0 +1,163 @@
+// greenshard-sim: replays a job trace over the 2023 grid data and compares
+// placement policies. See docs/carbon.md ("Simulator").
+//
+//   greenshard-sim [--data DIR] [--regions Z1,Z2,...] [--capacity GPUS] [--pue X]
+//                  [--hardware NAME] [--trace FILE | --seed N --jobs-per-workday X
+//                  --from DATE --to DATE] [--write-trace FILE] [--forecast SPEC]
+//                  [--policies p1,p2,...] [--max-windows N] [--lookahead-h N]
+//                  [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]
+#include "carbon/catalog.h"
+#include "carbon/error.h"
+#include "carbon/hardware.h"
+#include "carbon/simulator.h"
+#include "carbon/trace.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void usage(const std::string& msg) {
+  std::fprintf(stderr,
+               "greenshard-sim: %s\n"
+               "usage: greenshard-sim [--data DIR] [--regions Z1,Z2,...] [--capacity GPUS] [--pue X]\n"
+               "         [--hardware h100-sxm-8|h200-sxm-8|a100-sxm-8|cpu-2s]\n"
+               "         [--trace FILE | --seed N --jobs-per-workday X --from DATE --to DATE]\n"
+               "         [--write-trace FILE] [--forecast perfect|persistence|seasonal24|seasonal168|blend[+noiseP]]\n"
+               "         [--policies fifo,temporal,spatial,spatio-temporal,oracle] [--max-windows N]\n"
+               "         [--lookahead-h N] [--prefer-earlier F] [--replan-every-h N] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n",
+               msg.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t p = 0;
+  while (p <= s.size()) {
+    size_t q = s.find(',', p);
+    if (q == std::string::npos) q = s.size();
+    if (q > p) out.push_back(s.substr(p, q - p));
+    p = q + 1;
+  }
+  return out;
+}
+
+double number(const std::string& flag, const std::string& v, double lo) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(x) || x < lo)
+    usage(flag + ": expected a number >= " + std::to_string(lo) + ", got '" + v + "'");
+  return x;
+}
+
+carbon::Time date(const std::string& flag, const std::string& v) {
+  carbon::Time t;
+  if (!carbon::parse_time(v, &t)) usage(flag + ": expected a UTC date or timestamp, got '" + v + "'");
+  return t;
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw carbon::CarbonError("cannot write " + path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") usage("help");
+    if (a.rfind("--", 0) != 0) usage("unexpected argument '" + a + "'");
+    std::string v;
+    auto eq = a.find('=');
+    if (eq != std::string::npos) v = a.substr(eq + 1), a = a.substr(0, eq);
+    else if (i + 1 < argc) v = argv[++i];
+    else usage("missing value for " + a);
+    static const char* known[] = {"--data", "--regions", "--capacity", "--pue", "--hardware", "--trace", "--seed",
+                                  "--jobs-per-workday", "--from", "--to", "--write-trace", "--forecast", "--policies",
+                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--replan-every-h", "--csv", "--jobs-csv", "--svg", "--week"};
+    bool ok = false;
+    for (auto k : known) ok = ok || a == k;
+    if (!ok) usage("unknown flag '" + a + "'");
+    flags[a] = v;
+  }
+  auto get = [&](const std::string& k, const std::string& def) { return flags.count(k) ? flags[k] : def; };
+  try {
+    auto dir = flags.count("--data") ? std::filesystem::path(flags["--data"]) : carbon::builtin_data_dir();
+    auto all = carbon::Catalog::load(dir, flags.count("--regions") ? split(flags["--regions"]) : std::vector<std::string>{});
+    carbon::SimConfig cfg;
+    int capacity = static_cast<int>(number("--capacity", get("--capacity", "1024"), 0));
+    double pue = number("--pue", get("--pue", "1.2"), 1.0);
+    const auto& hw = carbon::hardware_profile(get("--hardware", "h100-sxm-8"));
+    for (const auto& z : all.zones()) {
+      cfg.regions.push_back({z.id, capacity, pue, hw});
+      cfg.actual[z.id] = all.series(z.id);
+    }
+    auto seed = static_cast<std::uint64_t>(number("--seed", get("--seed", "1"), 0));
+    cfg.forecaster = carbon::make_forecaster(get("--forecast", "perfect"), seed);
+    cfg.placement.max_windows = static_cast<int>(number("--max-windows", get("--max-windows", "6"), 1));
+    cfg.replan_every = carbon::Hours{static_cast<long>(number("--replan-every-h", get("--replan-every-h", "0"), 0))};
+    cfg.placement.prefer_earlier_within = number("--prefer-earlier", get("--prefer-earlier", "0.05"), 0);
+    cfg.placement.max_lookahead = carbon::Hours{static_cast<long>(number("--lookahead-h", get("--lookahead-h", "192"), 24))};
+
+    std::vector<carbon::Job> trace;
+    if (flags.count("--trace")) {
+      trace = carbon::read_trace_csv(flags["--trace"]);
+      for (auto& j : trace) {
+        j.home_region = all.resolve(j.home_region);
+        for (auto& z : j.allowed_regions) z = all.resolve(z);
+      }
+    } else {
+      carbon::TraceOptions to;
+      to.seed = seed;
+      to.regions = all.ids();
+      to.from = date("--from", get("--from", "2023-01-09"));
+      to.to = date("--to", get("--to", "2023-12-16"));
+      to.jobs_per_workday = number("--jobs-per-workday", get("--jobs-per-workday", "60"), 0);
+      trace = carbon::generate_trace(to);
+    }
+    if (flags.count("--write-trace")) carbon::write_trace_csv(flags["--write-trace"], trace);
+    std::vector<carbon::SimPolicy> policies;
+    for (const auto& p : split(get("--policies", "fifo,temporal,spatial,spatio-temporal,oracle")))
+      policies.push_back(carbon::parse_sim_policy(p));
+
+    std::printf("# greenshard-sim: %zu jobs, %zu regions x %d %s (%s, PUE %.2f), forecast %s\n", trace.size(),
+                cfg.regions.size(), capacity, hw.resource.c_str(), hw.name.c_str(), pue, cfg.forecaster->name().c_str());
+    std::printf("# intensity: Electricity Maps 2023 hourly direct gCO2/kWh (ODbL)\n");
+    auto results = carbon::compare_policies(trace, cfg, policies);
+    std::printf("%s\n", carbon::format_results_table(results).c_str());
+    std::printf("%s", carbon::format_region_load_table(results, all.ids()).c_str());
+    if (flags.count("--csv")) write(flags["--csv"], carbon::results_csv(results));
+    if (flags.count("--jobs-csv")) {
+      std::string s = "policy,job,region,start,end,windows,grams,expected_grams,delay_h,deadline_missed,fallback\n";
+      char buf[256];
+      for (const auto& r : results)
+        for (const auto& o : r.outcomes) {
+          std::snprintf(buf, sizeof buf, ",%zu,%.3f,%.3f,%.3f,%s,%s\n", o.windows.size(), o.grams, o.expected_grams,
+                        o.delay_h, o.deadline_missed ? "true" : "false", o.fallback ? "true" : "false");
+          s += std::string(carbon::sim_policy_name(r.policy)) + "," + o.job_id + "," + o.region + "," +
+               carbon::format_time(o.windows.front().start) + "," + carbon::format_time(o.windows.back().end) + buf;
+        }
+      write(flags["--jobs-csv"], s);
+    }
+    if (flags.count("--svg")) {
+      carbon::Time week = flags.count("--week") ? date("--week", flags["--week"])
+                                                : (trace.empty() ? carbon::Time{} : std::chrono::floor<std::chrono::days>(trace.front().submit));
+      const carbon::PolicyResult* pick = &results.back();
+      for (const auto& r : results)
+        if (r.policy == carbon::SimPolicy::kSpatioTemporal) pick = &r;
+      write(flags["--svg"], carbon::render_week_svg(cfg, *pick, week));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "greenshard-sim: %s\n", e.what());
+    return 1;
+  }
+}

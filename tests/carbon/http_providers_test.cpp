@@ -1,0 +1,293 @@
+// Carbon Aware SDK and Electricity Maps clients against a local server on
+// 127.0.0.1 (port 0) that serves responses in the documented shapes, and
+// every failure mode: timeout, HTTP error, malformed JSON, gap, null, stale.
+#include "carbon/carbon_aware_sdk_provider.h"
+#include "carbon/electricitymaps_provider.h"
+#include "carbon/stale_fallback_provider.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "common/spawn.h"
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace carbon {
+namespace {
+
+using Kind = ProviderError::Kind;
+
+// A canned-response server: path -> (status, body, delay).
+class FakeApi {
+ public:
+  struct Reply {
+    int status = 200;
+    std::string body;
+    std::chrono::milliseconds delay{0};
+  };
+  FakeApi() {
+    server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      Reply r;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        last_ = req;
+        auto it = replies_.find(req.path);
+        if (it == replies_.end()) {
+          res.status = 404;
+          res.set_content("{\"error\":\"not found\"}", "application/json");
+          return;
+        }
+        r = it->second;
+      }
+      if (r.delay.count() > 0) std::this_thread::sleep_for(r.delay);
+      res.status = r.status;
+      res.set_content(r.body, "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeApi() {
+    server_.stop();
+    thread_.join();
+  }
+  void set(const std::string& path, Reply r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    replies_[path] = std::move(r);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  httplib::Request last() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::map<std::string, Reply> replies_;
+  httplib::Request last_;
+};
+
+HttpOptions options(const FakeApi& api) {
+  HttpOptions o;
+  o.base_url = api.url();
+  o.connect_timeout = std::chrono::milliseconds(500);
+  o.read_timeout = std::chrono::milliseconds(1000);  // generous: CI machines are busy
+  o.max_age = Hours{2};
+  return o;
+}
+
+const Time kNow = parse_time("2024-03-01T12:20:00Z");
+
+template <class F>
+Kind kind_of(F&& f) {
+  try {
+    f();
+  } catch (const ProviderError& e) {
+    return e.kind();
+  }
+  ADD_FAILURE() << "no ProviderError";
+  return Kind::kNoData;
+}
+
+// --- Carbon Aware SDK -------------------------------------------------------
+
+const char* kSdkEmissions = R"([
+  {"location":"westus","time":"2024-03-01T10:00:00+00:00","rating":210.5,"duration":"01:00:00"},
+  {"location":"westus","time":"2024-03-01T11:00:00+00:00","rating":190.0,"duration":"01:00:00"},
+  {"location":"westus","time":"2024-03-01T12:00:00+00:00","rating":170.25,"duration":"01:00:00"}])";
+
+const char* kSdkForecast = R"([{
+  "generatedAt":"2024-03-01T12:15:00+00:00","requestedAt":"2024-03-01T12:15:00+00:00","location":"westus",
+  "dataStartAt":"2024-03-01T12:00:00+00:00","dataEndAt":"2024-03-01T15:00:00+00:00","windowSize":5,
+  "optimalDataPoints":[{"location":"westus","timestamp":"2024-03-01T14:00:00+00:00","duration":30,"value":95.0}],
+  "forecastData":[
+    {"location":"westus","timestamp":"2024-03-01T12:00:00+00:00","duration":30,"value":150.0},
+    {"location":"westus","timestamp":"2024-03-01T12:30:00+00:00","duration":30,"value":130.0},
+    {"location":"westus","timestamp":"2024-03-01T13:00:00+00:00","duration":30,"value":120.0},
+    {"location":"westus","timestamp":"2024-03-01T13:30:00+00:00","duration":30,"value":100.0},
+    {"location":"westus","timestamp":"2024-03-01T14:00:00+00:00","duration":30,"value":95.0},
+    {"location":"westus","timestamp":"2024-03-01T14:30:00+00:00","duration":30,"value":105.0}]}])";
+
+TEST(CarbonAwareSdk, CurrentTakesTheNewestPointAndSendsTheQuery) {
+  FakeApi api;
+  api.set("/emissions/bylocations", {200, kSdkEmissions});
+  CarbonAwareSdkProvider p(options(api));
+  auto r = p.current("westus", kNow);
+  EXPECT_DOUBLE_EQ(r.gco2_per_kwh, 170.25);
+  EXPECT_EQ(r.time, parse_time("2024-03-01T12:00Z"));
+  EXPECT_FALSE(r.stale);
+  auto req = api.last();
+  EXPECT_EQ(req.get_param_value("location"), "westus");
+  EXPECT_EQ(req.get_param_value("toTime"), "2024-03-01T12:20:00Z");
+}
+
+TEST(CarbonAwareSdk, HistoryIsHourly) {
+  FakeApi api;
+  api.set("/emissions/bylocations", {200, kSdkEmissions});
+  CarbonAwareSdkProvider p(options(api));
+  auto s = p.history("westus", parse_time("2024-03-01T10:00Z"), parse_time("2024-03-01T13:00Z"));
+  EXPECT_EQ(s.values(), (std::vector<double>{210.5, 190.0, 170.25}));
+}
+
+TEST(CarbonAwareSdk, ForecastAveragesPerHourAndReadsOptimalDataPoints) {
+  FakeApi api;
+  api.set("/emissions/forecasts/current", {200, kSdkForecast});
+  CarbonAwareSdkProvider p(options(api));
+  auto f = p.forecast("westus", kNow, Hours{24});
+  EXPECT_EQ(f.series.start(), parse_time("2024-03-01T12:00Z"));
+  EXPECT_EQ(f.series.values(), (std::vector<double>{140.0, 110.0, 100.0}));
+  ASSERT_EQ(f.optimal.size(), 1u);
+  EXPECT_DOUBLE_EQ(f.optimal[0].gco2_per_kwh, 95.0);
+  EXPECT_EQ(f.generated_at, parse_time("2024-03-01T12:15Z"));
+}
+
+TEST(CarbonAwareSdk, AcceptsTheOlderSingularOptimalDataPoint) {
+  FakeApi api;
+  std::string body = kSdkForecast;
+  auto a = body.find("\"optimalDataPoints\":[");
+  body.replace(a, std::string("\"optimalDataPoints\":[").size(), "\"optimalDataPoint\":");
+  auto b = body.find("}],", a);
+  body.replace(b, 3, "},");
+  api.set("/emissions/forecasts/current", {200, body});
+  CarbonAwareSdkProvider p(options(api));
+  auto f = p.forecast("westus", kNow, Hours{24});
+  ASSERT_EQ(f.optimal.size(), 1u);
+  EXPECT_EQ(f.optimal[0].time, parse_time("2024-03-01T14:00Z"));
+}
+
+TEST(CarbonAwareSdk, FailureModesAreTypedErrors) {
+  FakeApi api;
+  CarbonAwareSdkProvider p(options(api));
+  // HTTP error
+  api.set("/emissions/bylocations", {500, "{\"title\":\"boom\"}"});
+  EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kHttp);
+  // malformed JSON
+  api.set("/emissions/bylocations", {200, "[{\"location\": \"westus\","});
+  EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kMalformed);
+  // wrong shape
+  api.set("/emissions/bylocations", {200, "{\"rating\": 3}"});
+  EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kMalformed);
+  // null rating: a gap, not a zero
+  api.set("/emissions/bylocations", {200, R"([{"location":"westus","time":"2024-03-01T12:00:00Z","rating":null}])"});
+  EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kGap);
+  // a missing hour in history
+  api.set("/emissions/bylocations", {200, R"([{"location":"westus","time":"2024-03-01T10:00:00Z","rating":1},
+                                              {"location":"westus","time":"2024-03-01T12:00:00Z","rating":2}])"});
+  EXPECT_EQ(kind_of([&] { p.history("westus", parse_time("2024-03-01T10:00Z"), parse_time("2024-03-01T13:00Z")); }),
+            Kind::kGap);
+  // stale: newest point three hours old
+  api.set("/emissions/bylocations", {200, R"([{"location":"westus","time":"2024-03-01T09:00:00Z","rating":1}])"});
+  EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kStale);
+  // empty answer
+  api.set("/emissions/bylocations", {200, "[]"});
+  EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kNoData);
+  // read timeout
+  api.set("/emissions/bylocations", {200, kSdkEmissions, std::chrono::milliseconds(1600)});
+  EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kTimeout);
+}
+
+TEST(CarbonAwareSdk, UnreachableServerIsATimeoutKindError) {
+  int port = gstest::free_port();  // bound and closed again: nothing listens there
+  HttpOptions o;
+  o.base_url = "http://127.0.0.1:" + std::to_string(port);
+  o.connect_timeout = std::chrono::milliseconds(300);
+  CarbonAwareSdkProvider p(o);
+  try {
+    p.current("westus", kNow);
+    FAIL();
+  } catch (const ProviderError& e) {
+    EXPECT_EQ(e.kind(), Kind::kTimeout);
+    EXPECT_NE(std::string(e.what()).find("/emissions/bylocations"), std::string::npos) << e.what();
+  }
+}
+
+// --- Electricity Maps --------------------------------------------------------
+
+const char* kEmLatest =
+    R"({"zone":"DE","carbonIntensity":302,"datetime":"2024-03-01T12:00:00.000Z","updatedAt":"2024-03-01T12:05:11.000Z",
+        "createdAt":"2024-02-26T12:00:00.000Z","emissionFactorType":"lifecycle","isEstimated":true,"estimationMethod":"TIME_SLICER_AVERAGE"})";
+const char* kEmHistory = R"({"zone":"DE","history":[
+    {"zone":"DE","carbonIntensity":310,"datetime":"2024-03-01T09:00:00.000Z","isEstimated":false},
+    {"zone":"DE","carbonIntensity":305,"datetime":"2024-03-01T10:00:00.000Z","isEstimated":false},
+    {"zone":"DE","carbonIntensity":300,"datetime":"2024-03-01T11:00:00.000Z","isEstimated":true}]})";
+const char* kEmForecast = R"({"zone":"DE","forecast":[
+    {"carbonIntensity":290,"datetime":"2024-03-01T12:00:00.000Z"},
+    {"carbonIntensity":250,"datetime":"2024-03-01T13:00:00.000Z"},
+    {"carbonIntensity":230,"datetime":"2024-03-01T14:00:00.000Z"}],"updatedAt":"2024-03-01T11:58:00.000Z"})";
+
+TEST(ElectricityMaps, LatestHistoryForecastWithAuthToken) {
+  FakeApi api;
+  api.set("/v3/carbon-intensity/latest", {200, kEmLatest});
+  api.set("/v3/carbon-intensity/history", {200, kEmHistory});
+  api.set("/v3/carbon-intensity/forecast", {200, kEmForecast});
+  ElectricityMapsProvider p(options(api), "secret-token");
+  auto r = p.current("DE", kNow);
+  EXPECT_DOUBLE_EQ(r.gco2_per_kwh, 302);
+  EXPECT_TRUE(r.estimated);
+  EXPECT_EQ(api.last().get_header_value("auth-token"), "secret-token");
+  EXPECT_EQ(api.last().get_param_value("zone"), "DE");
+  auto h = p.history("DE", parse_time("2024-03-01T10:00Z"), parse_time("2024-03-01T12:00Z"));
+  EXPECT_EQ(h.values(), (std::vector<double>{305, 300}));
+  auto f = p.forecast("DE", kNow, Hours{2});
+  EXPECT_EQ(f.series.values(), (std::vector<double>{290, 250}));
+  EXPECT_EQ(f.generated_at, parse_time("2024-03-01T11:58Z"));
+}
+
+TEST(ElectricityMaps, FailureModesAreTypedErrors) {
+  FakeApi api;
+  ElectricityMapsProvider p(options(api), "t");
+  api.set("/v3/carbon-intensity/latest", {401, R"({"error":"invalid auth-token"})"});
+  try {
+    p.current("DE", kNow);
+    FAIL();
+  } catch (const ProviderError& e) {
+    EXPECT_EQ(e.kind(), Kind::kHttp);
+    EXPECT_NE(std::string(e.what()).find("HTTP 401"), std::string::npos);
+  }
+  api.set("/v3/carbon-intensity/latest", {200, "not json"});
+  EXPECT_EQ(kind_of([&] { p.current("DE", kNow); }), Kind::kMalformed);
+  api.set("/v3/carbon-intensity/latest", {200, R"({"zone":"DE","carbonIntensity":null,"datetime":"2024-03-01T12:00:00Z"})"});
+  EXPECT_EQ(kind_of([&] { p.current("DE", kNow); }), Kind::kGap);
+  api.set("/v3/carbon-intensity/latest", {200, R"({"zone":"DE","carbonIntensity":302,"datetime":"2024-02-28T12:00:00Z"})"});
+  EXPECT_EQ(kind_of([&] { p.current("DE", kNow); }), Kind::kStale);
+  api.set("/v3/carbon-intensity/history", {200, R"({"zone":"DE","history":[
+    {"carbonIntensity":310,"datetime":"2024-03-01T09:00:00Z"},{"carbonIntensity":300,"datetime":"2024-03-01T11:00:00Z"}]})"});
+  EXPECT_EQ(kind_of([&] { p.history("DE", parse_time("2024-03-01T09:00Z"), parse_time("2024-03-01T12:00Z")); }), Kind::kGap);
+  api.set("/v3/carbon-intensity/history", {200, kEmHistory});
+  EXPECT_EQ(kind_of([&] { p.history("DE", parse_time("2024-02-01T09:00Z"), parse_time("2024-03-01T12:00Z")); }),
+            Kind::kNoData);
+  api.set("/v3/carbon-intensity/forecast", {200, R"({"zone":"DE","forecasts":[]})"});
+  EXPECT_EQ(kind_of([&] { p.forecast("DE", kNow, Hours{2}); }), Kind::kMalformed);
+  api.set("/v3/carbon-intensity/forecast", {200, kEmForecast, std::chrono::milliseconds(1600)});
+  EXPECT_EQ(kind_of([&] { p.forecast("DE", kNow, Hours{2}); }), Kind::kTimeout);
+}
+
+// --- explicit stale fallback ---------------------------------------------------
+
+TEST(StaleFallback, ReturnsTheLastGoodReadingMarkedStaleThenGivesUp) {
+  FakeApi api;
+  api.set("/v3/carbon-intensity/latest", {200, kEmLatest});
+  auto inner = std::make_shared<ElectricityMapsProvider>(options(api), "t");
+  StaleFallbackProvider p(inner, Hours{1});
+  EXPECT_THROW(StaleFallbackProvider(nullptr, Hours{1}), CarbonError);
+  auto good = p.current("DE", kNow);
+  EXPECT_FALSE(good.stale);
+  api.set("/v3/carbon-intensity/latest", {503, "unavailable"});
+  auto r = p.current("DE", kNow + std::chrono::minutes{10});
+  EXPECT_TRUE(r.stale);
+  EXPECT_DOUBLE_EQ(r.gco2_per_kwh, 302);
+  EXPECT_NE(r.source.find("stale"), std::string::npos);
+  EXPECT_NE(r.source.find("HTTP 503"), std::string::npos);
+  // Older than the fallback limit: the error comes through.
+  EXPECT_EQ(kind_of([&] { p.current("DE", kNow + Hours{2}); }), Kind::kHttp);
+  // A zone never seen: the error comes through.
+  EXPECT_EQ(kind_of([&] { p.current("FR", kNow); }), Kind::kHttp);
+}
+
+}  // namespace
+}  // namespace carbon

@@ -1,0 +1,261 @@
+// Placement: table-driven cases keyed by a sentence, plus pass-level checks.
+#include "carbon/error.h"
+#include "carbon/placement.h"
+
+#include "common/spawn.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace carbon {
+namespace {
+
+const Time kNow = parse_time("2023-06-05T00:00Z");  // a Monday
+
+// 1 kW per GPU, no idle power, no overhead, no embodied: grams = GPUs * sum(I).
+HardwareProfile plain() { return HardwareProfile{"plain", "GPU", 8, 1000, 0, 0, 0, 1}; }
+
+struct RegionSpec {
+  std::string name;
+  int capacity;
+  double base;                                  // intensity everywhere...
+  std::vector<std::tuple<int, int, double>> dips;   // ...except [from, to) hours -> value
+};
+
+Region make_region(const RegionSpec& r, int hours = 48) {
+  std::vector<double> v(static_cast<size_t>(hours), r.base);
+  for (auto [a, b, x] : r.dips)
+    for (int h = a; h < b; ++h) v[h] = x;
+  Region g;
+  g.name = r.name;
+  g.capacity = r.capacity;
+  g.pue = 1.0;
+  g.hardware = plain();
+  g.forecast = IntensitySeries(r.name, kNow, Hours{1}, v);
+  return g;
+}
+
+struct Reservation {
+  std::string region;
+  int from_h, to_h, gpus;
+};
+
+struct PlacementCase {
+  const char* name;
+  std::vector<RegionSpec> regions;
+  int gpus;
+  int hours;
+  int deadline_h;                 // from now
+  bool interruptible;
+  std::vector<std::string> allowed;
+  std::vector<Reservation> planned;
+  Policy policy;
+  // expectations
+  bool feasible;
+  std::string region;
+  std::vector<std::pair<int, int>> windows;   // hour offsets
+  std::vector<std::string> reason_has;
+};
+
+void PrintTo(const PlacementCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class PlacementTable : public ::testing::TestWithParam<PlacementCase> {};
+
+TEST_P(PlacementTable, ChoosesTheExpectedPlacement) {
+  const auto& c = GetParam();
+  std::vector<Region> regions;
+  for (const auto& r : c.regions) regions.push_back(make_region(r));
+  CapacityLedger ledger;
+  for (const auto& p : c.planned) ledger.reserve(p.region, kNow + Hours{p.from_h}, kNow + Hours{p.to_h}, p.gpus);
+  Job job;
+  job.id = "job";
+  job.gpus = c.gpus;
+  job.duration = Hours{c.hours};
+  job.submit = kNow;
+  job.deadline = kNow + Hours{c.deadline_h};
+  job.home_region = "A";
+  job.interruptible = c.interruptible;
+  job.resume_overhead = Seconds{0};
+  job.allowed_regions = c.allowed;
+  PlacementOptions opt;
+  opt.policy = c.policy;
+  opt.max_lookahead = Hours{48};
+  auto d = place(job, regions, ledger, kNow, opt);
+  ASSERT_EQ(d.feasible, c.feasible) << d.explanation;
+  if (!c.feasible) {
+    for (const auto& s : c.reason_has) EXPECT_NE(d.reason.find(s), std::string::npos) << "reason: " << d.reason;
+    return;
+  }
+  EXPECT_EQ(d.region, c.region) << d.explanation;
+  std::vector<std::pair<int, int>> got;
+  for (const auto& w : d.windows)
+    got.emplace_back(static_cast<int>((w.start - kNow) / Hours{1}), static_cast<int>((w.end - kNow) / Hours{1}));
+  EXPECT_EQ(got, c.windows) << d.explanation;
+  EXPECT_TRUE(d.deadline_met || c.policy == Policy::kRunNowHome || c.policy == Policy::kSpatial);
+  EXPECT_FALSE(d.explanation.empty());
+}
+
+using P = Policy;
+const RegionSpec kDirtyHome{"A", 64, 300, {{10, 14, 50}}};
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, PlacementTable,
+    ::testing::Values(
+        PlacementCase{"a deadline that leaves no slack forces a run now at home",
+                      {kDirtyHome, {"B", 64, 500, {}}}, 8, 4, 4, false, {}, {}, P::kSpatioTemporal,
+                      true, "A", {{0, 4}}, {}},
+        PlacementCase{"with slack the job waits for the clean hours at home",
+                      {kDirtyHome, {"B", 64, 500, {}}}, 8, 4, 24, false, {}, {}, P::kSpatioTemporal,
+                      true, "A", {{10, 14}}, {}},
+        PlacementCase{"a full best region sends the job to the next cleanest region",
+                      {{"A", 64, 300, {}}, {"B", 16, 50, {}}, {"C", 16, 100, {}}}, 8, 4, 24, false, {},
+                      {{"B", 0, 48, 16}}, P::kSpatioTemporal, true, "C", {{0, 4}}, {}},
+        PlacementCase{"a partly full best region is used once it frees up",
+                      {{"A", 64, 300, {}}, {"B", 16, 50, {}}, {"C", 16, 100, {}}}, 8, 4, 24, false, {},
+                      {{"B", 0, 3, 16}}, P::kSpatioTemporal, true, "B", {{3, 7}}, {}},
+        PlacementCase{"an interruptible job is split across two clean windows",
+                      {{"A", 64, 400, {{2, 5, 50}, {10, 13, 60}}}}, 8, 6, 24, true, {}, {}, P::kSpatioTemporal,
+                      true, "A", {{2, 5}, {10, 13}}, {}},
+        PlacementCase{"a job that is not interruptible runs in one contiguous window (ties: earliest)",
+                      {{"A", 64, 400, {{2, 5, 50}, {10, 13, 60}}}}, 8, 6, 24, false, {}, {}, P::kSpatioTemporal,
+                      true, "A", {{0, 6}}, {}},
+        PlacementCase{"no region with enough GPUs gives a clear reason",
+                      {{"A", 8, 300, {}}, {"B", 8, 100, {}}}, 16, 4, 24, false, {}, {}, P::kSpatioTemporal,
+                      false, "", {}, {"A: capacity 8 < 16 GPUs", "B: capacity 8 < 16 GPUs"}},
+        PlacementCase{"capacity full until after the deadline names each region",
+                      {{"A", 16, 300, {}}, {"B", 16, 100, {}}}, 8, 4, 12, false, {},
+                      {{"A", 0, 20, 16}, {"B", 0, 20, 12}}, P::kSpatioTemporal, false, "", {},
+                      {"A: not enough free capacity", "B: not enough free capacity", "finishing by"}},
+        PlacementCase{"a deadline before the earliest finish is infeasible",
+                      {{"A", 64, 300, {}}}, 8, 4, 2, false, {}, {}, P::kSpatioTemporal, false, "", {},
+                      {"before the earliest possible finish"}},
+        PlacementCase{"a region outside the allowed list is never used",
+                      {{"A", 64, 300, {}}, {"B", 64, 10, {}}, {"C", 64, 100, {}}}, 8, 4, 24, false, {"A", "C"}, {},
+                      P::kSpatioTemporal, true, "C", {{0, 4}}, {}},
+        PlacementCase{"an unknown allowed region is reported",
+                      {{"A", 8, 300, {}}}, 16, 4, 24, false, {"A", "Mars"}, {}, P::kSpatioTemporal, false, "", {},
+                      {"Mars: unknown region"}},
+        PlacementCase{"temporal-only waits for the clean hours at home but never leaves",
+                      {kDirtyHome, {"B", 64, 10, {}}}, 8, 4, 24, false, {}, {}, P::kTemporal, true, "A", {{10, 14}}, {}},
+        PlacementCase{"spatial-only runs now in the cleanest region",
+                      {kDirtyHome, {"B", 64, 10, {}}, {"C", 64, 20, {}}}, 8, 4, 24, false, {}, {}, P::kSpatial, true, "B",
+                      {{0, 4}}, {}},
+        PlacementCase{"fifo runs now at home even when a cleaner hour is near",
+                      {kDirtyHome, {"B", 64, 10, {}}}, 8, 4, 24, false, {}, {}, P::kRunNowHome, true, "A", {{0, 4}}, {}},
+        PlacementCase{"a full home region delays fifo until capacity frees up",
+                      {kDirtyHome}, 8, 4, 24, false, {}, {{"A", 0, 3, 60}}, P::kRunNowHome, true, "A", {{3, 7}}, {}}),
+    [](const ::testing::TestParamInfo<PlacementCase>& info) { return gstest::test_name(info.param.name); });
+
+TEST(Placement, ExplanationReportsGramsAndSaving) {
+  std::vector<Region> regions{make_region(kDirtyHome), make_region({"B", 64, 500, {}})};
+  Job job{"j1", 8, Hours{4}, kNow, kNow + Hours{24}, "A", {}, false};
+  auto d = place(job, regions, CapacityLedger{}, kNow);
+  ASSERT_TRUE(d.feasible);
+  // Run now at home: 8 kW * 4 h * 300 = 9600 g; at the dip: 8 * 4 * 50 = 1600 g.
+  EXPECT_DOUBLE_EQ(d.run_now_home_grams, 9600);
+  EXPECT_DOUBLE_EQ(d.expected_grams, 1600);
+  EXPECT_DOUBLE_EQ(d.saving_grams, 8000);
+  EXPECT_NEAR(d.saving_pct, 83.333, 0.01);
+  EXPECT_NE(d.explanation.find("9.6 kg"), std::string::npos) << d.explanation;
+  EXPECT_NE(d.explanation.find("1.6 kg"), std::string::npos) << d.explanation;
+  EXPECT_NE(d.explanation.find("Waits 10.0 h"), std::string::npos) << d.explanation;
+}
+
+TEST(Placement, EmbodiedAndPueAreInTheExpectedGrams) {
+  Region r = make_region({"A", 64, 100, {}});
+  r.pue = 1.5;
+  r.hardware = HardwareProfile{"e", "GPU", 8, 1000, 0, 0, 876, 1};  // 876 kg / 8760 h / 8 = 12.5 g per GPU-hour
+  Job job{"j", 8, Hours{2}, kNow, kNow + Hours{10}, "A", {}, false};
+  auto d = place(job, {r}, CapacityLedger{}, kNow);
+  ASSERT_TRUE(d.feasible);
+  EXPECT_DOUBLE_EQ(d.expected_operational_grams, 8 * 1.5 * 100 * 2);
+  EXPECT_DOUBLE_EQ(d.expected_embodied_grams, 8 * 2 * 12.5);
+}
+
+TEST(Placement, StartInTheCurrentHourIsNowAndSpansTheNextHour) {
+  Region r = make_region({"A", 8, 100, {{0, 1, 10}}});
+  Time now = kNow + std::chrono::minutes{30};
+  Job job{"j", 8, Hours{1}, now, now + Hours{1}, "A", {}, false};
+  auto d = place(job, {r}, CapacityLedger{}, now);
+  ASSERT_TRUE(d.feasible);
+  EXPECT_EQ(d.start, now);
+  EXPECT_EQ(d.end, now + Hours{1});
+  // Half an hour at 10 and half an hour at 100, 8 kW.
+  EXPECT_DOUBLE_EQ(d.expected_grams, 8 * (0.5 * 10 + 0.5 * 100));
+  // The next hour is full: the run straddling it is not possible.
+  CapacityLedger full;
+  full.reserve("A", kNow + Hours{1}, kNow + Hours{2}, 8);
+  EXPECT_FALSE(place(job, {r}, full, now).feasible);
+}
+
+TEST(Placement, ForecastShorterThanTheDeadlineIsExtendedAndSaid) {
+  Region r = make_region({"A", 64, 300, {{20, 23, 50}}}, 24);
+  Job job{"j", 8, Hours{3}, kNow, kNow + Hours{60}, "A", {}, false};
+  PlacementOptions opt;
+  auto d = place(job, {r}, CapacityLedger{}, kNow, opt);
+  ASSERT_TRUE(d.feasible);
+  EXPECT_EQ(d.start, kNow + Hours{20});   // the first dip wins the tie with its repetitions
+  auto later = place(job, {make_region({"A", 64, 300, {{20, 23, 60}}}, 24)}, CapacityLedger{}, kNow, opt);
+  EXPECT_FALSE(later.forecast_extended);
+  CapacityLedger ledger;
+  ledger.reserve("A", kNow + Hours{20}, kNow + Hours{23}, 64);
+  auto d2 = place(job, {r}, ledger, kNow, opt);
+  ASSERT_TRUE(d2.feasible);
+  EXPECT_EQ(d2.start, kNow + Hours{44});   // the repeated dip, beyond the 24 h forecast
+  EXPECT_TRUE(d2.forecast_extended);
+  EXPECT_NE(d2.explanation.find("repeating its last 24 h"), std::string::npos);
+}
+
+TEST(Placement, PassCommitsCapacitySoJobsDoNotCollide) {
+  std::vector<Region> regions{make_region({"A", 64, 300, {}}), make_region({"B", 8, 10, {}}),
+                              make_region({"C", 8, 20, {}})};
+  std::vector<Job> jobs{{"early", 8, Hours{4}, kNow, kNow + Hours{4}, "A", {}, false},
+                        {"late", 8, Hours{4}, kNow, kNow + Hours{5}, "A", {}, false}};
+  CapacityLedger ledger;
+  auto d = place_all(jobs, regions, ledger, kNow);
+  ASSERT_TRUE(d[0].feasible && d[1].feasible);
+  // Earliest deadline first: "early" takes B; "late" cannot wait for B
+  // (4 h + 4 h > 5 h) and goes to C.
+  EXPECT_EQ(d[0].region, "B");
+  EXPECT_EQ(d[1].region, "C");
+  EXPECT_EQ(ledger.used("B", kNow + Hours{1}), 8);
+  EXPECT_EQ(ledger.used("C", kNow + Hours{3}), 8);
+  EXPECT_EQ(ledger.used("C", kNow + Hours{4}), 0);
+}
+
+TEST(Placement, InterruptibleWindowsRespectMaxWindowsAndOverhead) {
+  // Clean hours alternate: splitting into 4 windows would be cheapest.
+  Region r = make_region({"A", 64, 400, {{1, 2, 10}, {3, 4, 10}, {5, 6, 10}, {7, 8, 10}}});
+  Job job{"j", 8, Hours{4}, kNow, kNow + Hours{24}, "A", {}, true};
+  job.resume_overhead = Seconds{0};
+  PlacementOptions opt;
+  opt.max_windows = 2;
+  auto d = place(job, {r}, CapacityLedger{}, kNow, opt);
+  ASSERT_TRUE(d.feasible);
+  EXPECT_LE(d.windows.size(), 2u);
+  Seconds run{0};
+  for (const auto& w : d.windows) run += w.end - w.start;
+  EXPECT_EQ(run, Hours{4});
+  // A large resume overhead makes one contiguous window the better plan.
+  job.resume_overhead = Hours{3};
+  opt.max_windows = 6;
+  auto one = place(job, {r}, CapacityLedger{}, kNow, opt);
+  ASSERT_TRUE(one.feasible);
+  EXPECT_EQ(one.windows.size(), 1u);
+}
+
+TEST(Placement, BadJobsAreInfeasibleWithAReason) {
+  std::vector<Region> regions{make_region({"A", 64, 300, {}})};
+  Job zero{"z", 0, Hours{1}, kNow, kNow + Hours{5}, "A", {}, false};
+  EXPECT_NE(place(zero, regions, {}, kNow).reason.find("GPUs"), std::string::npos);
+  Job nodur{"n", 8, Seconds{0}, kNow, kNow + Hours{5}, "A", {}, false};
+  EXPECT_NE(place(nodur, regions, {}, kNow).reason.find("duration"), std::string::npos);
+  Region stale = make_region({"A", 64, 300, {}});
+  auto d = place(Job{"s", 8, Hours{1}, kNow, kNow + Hours{70}, "A", {}, false}, {stale}, {}, kNow + Hours{49});
+  EXPECT_FALSE(d.feasible);
+  EXPECT_NE(d.reason.find("does not contain"), std::string::npos) << d.reason;
+}
+
+}  // namespace
+}  // namespace carbon

@@ -1,0 +1,124 @@
+// Simulator on the shipped data: deterministic, and FIFO / oracle bracket
+// every policy.
+#include "carbon/catalog.h"
+#include "carbon/simulator.h"
+#include "carbon/trace.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace carbon {
+namespace {
+
+struct World {
+  SimConfig cfg;
+  std::vector<Job> trace;
+};
+
+World world(int capacity, double jobs_per_day, std::uint64_t seed = 3) {
+  static const Catalog cat = Catalog::load(builtin_data_dir(), {"GB", "DE", "CA-ON", "KR", "US-CAL-CISO"});
+  World w;
+  for (const auto& z : cat.ids()) {
+    w.cfg.regions.push_back({z, capacity, 1.2, hardware_profile("h100-sxm-8")});
+    w.cfg.actual[z] = cat.series(z);
+  }
+  TraceOptions o;
+  o.seed = seed;
+  o.from = parse_time("2023-05-01T00:00Z");
+  o.to = parse_time("2023-05-29T00:00Z");
+  o.regions = cat.ids();
+  o.jobs_per_workday = jobs_per_day;
+  o.max_hours = 48;
+  w.trace = generate_trace(o);
+  return w;
+}
+
+const std::vector<SimPolicy> kAll{SimPolicy::kFifo, SimPolicy::kTemporal, SimPolicy::kSpatial,
+                                  SimPolicy::kSpatioTemporal, SimPolicy::kOracle};
+
+TEST(Simulator, SameSeedGivesTheSameTotals) {
+  auto w = world(512, 6);
+  auto a = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  auto b = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_EQ(a.total_grams, b.total_grams);
+  EXPECT_EQ(a.jobs, static_cast<int>(w.trace.size()));
+  auto other = world(512, 6, 4);
+  EXPECT_NE(simulate(other.trace, other.cfg, SimPolicy::kSpatioTemporal).total_grams, a.total_grams);
+}
+
+TEST(Simulator, FifoAndOracleBracketEveryPolicyWithAmpleCapacity) {
+  auto w = world(4096, 6);
+  auto res = compare_policies(w.trace, w.cfg, kAll);
+  ASSERT_EQ(res.size(), 5u);
+  const auto& fifo = res[0];
+  const auto& oracle = res[4];
+  ASSERT_EQ(oracle.policy, SimPolicy::kOracle);
+  for (const auto& r : res) {
+    EXPECT_LE(r.total_grams, fifo.total_grams * (1 + 1e-9)) << sim_policy_name(r.policy);
+    EXPECT_GE(r.total_grams, oracle.total_grams * (1 - 1e-9)) << sim_policy_name(r.policy);
+    EXPECT_EQ(r.deadline_misses, 0) << sim_policy_name(r.policy);
+  }
+  // Ours beats each single dimension.
+  EXPECT_LE(res[3].total_grams, res[1].total_grams);
+  EXPECT_LE(res[3].total_grams, res[2].total_grams);
+  EXPECT_GT(res[3].saved_pct_vs_fifo, 0);
+}
+
+TEST(Simulator, CapacityIsNeverExceeded) {
+  auto w = world(64, 8);
+  auto replanning = w.cfg;
+  replanning.replan_every = Hours{6};
+  for (auto [p, cfg] : {std::pair{SimPolicy::kFifo, &w.cfg}, std::pair{SimPolicy::kSpatioTemporal, &w.cfg},
+                        std::pair{SimPolicy::kSpatioTemporal, &replanning}}) {
+    auto r = simulate(w.trace, *cfg, p);
+    std::map<std::pair<std::string, std::int64_t>, int> use;
+    for (size_t i = 0; i < w.trace.size(); ++i)
+      for (const auto& win : r.outcomes[i].windows)
+        for (Time t = floor_hour(win.start); t < win.end; t += Hours{1})
+          use[{r.outcomes[i].region, to_unix(t)}] += w.trace[i].gpus;
+    for (const auto& [k, v] : use) EXPECT_LE(v, 64) << k.first << " " << format_time(from_unix(k.second));
+    // Every job ran for at least its duration.
+    for (size_t i = 0; i < w.trace.size(); ++i) {
+      Seconds run{0};
+      for (const auto& win : r.outcomes[i].windows) run += win.end - win.start;
+      EXPECT_GE(run, w.trace[i].duration);
+    }
+  }
+}
+
+TEST(Simulator, ReplanningKeepsEveryJobWithinItsDeadlineWhenCapacityIsAmple) {
+  auto w = world(4096, 6);
+  w.cfg.placement.prefer_earlier_within = 0;   // strictly cheapest: the optimum cannot move
+  auto fixed = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  w.cfg.replan_every = Hours{12};
+  auto replanned = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_EQ(replanned.deadline_misses, 0);
+  // With a perfect forecast, ample capacity and no near-tie rule nothing
+  // better appears later: re-planning lands on (nearly) the same total; only
+  // the window-merging heuristic of interruptible jobs may differ slightly.
+  EXPECT_NEAR(replanned.total_grams, fixed.total_grams, 1e-3 * fixed.total_grams);
+  EXPECT_EQ(replanned.jobs, fixed.jobs);
+}
+
+TEST(Simulator, OutputsTableCsvAndSvg) {
+  auto w = world(512, 3);
+  auto res = compare_policies(w.trace, w.cfg, {SimPolicy::kSpatioTemporal});
+  auto table = format_results_table(res);
+  EXPECT_NE(table.find("spatio-temporal"), std::string::npos);
+  auto csv = results_csv(res);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  auto svg = render_week_svg(w.cfg, res[1], parse_time("2023-05-08T00:00Z"));
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("<rect x="), std::string::npos);   // some job window in that week
+  EXPECT_NE(svg.find("Electricity Maps"), std::string::npos);
+}
+
+TEST(Simulator, UnknownRegionInTraceIsAnError) {
+  auto w = world(512, 1);
+  w.trace[0].home_region = "XX";
+  EXPECT_THROW(simulate(w.trace, w.cfg, SimPolicy::kFifo), CarbonError);
+}
+
+}  // namespace
+}  // namespace carbon
