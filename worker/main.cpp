@@ -1,170 +1,127 @@
-// greenshard-worker (minimal trainer; issue "worker" grows it into the full
-// job runner). Trains the GPT on the bytes of a text file with shard/.
+// greenshard-worker: one training job's rank (or, with --nproc or the
+// Kubernetes PET_* variables, the launcher of this node's ranks).
 //
-//   greenshard-worker --nproc 2 --data FILE --steps 60
-// starts 2 local ranks itself (like torchrun --standalone); under a launcher
-// that sets RANK/WORLD_SIZE/MASTER_ADDR/... it is one rank.
-#include "shard/fully_shard.h"
+//   greenshard-worker prepare --input TEXT... --out DIR [--val-fraction 0.05]
+//   greenshard-worker --config job.json [--section.field VALUE ...] [--print-config] [--nproc N]
+//
+// The job spec, the environment and the exit codes: docs/worker-controller.md.
 #include "shard/launch.h"
-#include "shard/rendezvous.h"
-#include "worker/model.h"
+#include "worker/config.h"
+#include "worker/data.h"
+#include "worker/trainer.h"
 
-#include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace {
 
-struct Flags {
-  int nproc = 0;
-  std::string data;
-  int steps = 50;
-  int batch = 8;  // sequences per rank per step
-  int seq = 64;
-  int layers = 4, heads = 4, embd = 128;
-  double lr = 3e-3;
-  std::string strategy = "FULL_SHARD";
-  bool bf16 = false;
-};
-
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::cerr << "greenshard-worker: " << msg << "\n"
-            << "usage: greenshard-worker [--nproc N] --data FILE [--steps N] [--batch N] [--seq N]\n"
-            << "       [--layers N] [--heads N] [--embd N] [--lr X] [--strategy FULL_SHARD|SHARD_GRAD_OP|NO_SHARD|HYBRID_SHARD]\n"
-            << "       [--bf16]\n";
-  std::exit(2);
-}
-
-int parse_int(const std::string& flag, const std::string& v, int lo) {
-  try {
-    size_t pos = 0;
-    int x = std::stoi(v, &pos);
-    if (pos != v.size() || x < lo) throw std::invalid_argument("");
-    return x;
-  } catch (...) {
-    usage_error(flag + ": expected an integer >= " + std::to_string(lo) + ", got '" + v + "'");
-  }
-}
-
-Flags parse(int argc, char** argv) {
-  Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error(a + ": missing value");
-      return argv[++i];
-    };
-    if (a == "--nproc") f.nproc = parse_int(a, val(), 1);
-    else if (a == "--data") f.data = val();
-    else if (a == "--steps") f.steps = parse_int(a, val(), 1);
-    else if (a == "--batch") f.batch = parse_int(a, val(), 1);
-    else if (a == "--seq") f.seq = parse_int(a, val(), 2);
-    else if (a == "--layers") f.layers = parse_int(a, val(), 1);
-    else if (a == "--heads") f.heads = parse_int(a, val(), 1);
-    else if (a == "--embd") f.embd = parse_int(a, val(), 1);
-    else if (a == "--lr") {
-      std::string v = val();
-      try { f.lr = std::stod(v); } catch (...) { usage_error("--lr: expected a number, got '" + v + "'"); }
-      if (!(f.lr > 0)) usage_error("--lr: must be > 0");
-    } else if (a == "--strategy") f.strategy = val();
-    else if (a == "--bf16") f.bf16 = true;
-    else if (a == "--help" || a == "-h") usage_error("help");
-    else usage_error("unknown flag '" + a + "'");
-  }
-  if (f.data.empty()) usage_error("--data: required");
-  try {
-    shard::parse_sharding_strategy(f.strategy, "--strategy");
-  } catch (const std::invalid_argument& e) {
-    usage_error(e.what());
-  }
-  return f;
+int run_prepare(const std::vector<std::string>& inputs, const std::string& out, double val_fraction) {
+  auto r = greenshard::prepare_token_files(inputs, out, val_fraction);
+  std::cout << "prepare: " << out << "/train.bin " << r.train_tokens << " tokens, " << out << "/val.bin "
+            << r.val_tokens << " tokens (byte-level, vocabulary 256)" << std::endl;
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Flags flags = parse(argc, argv);
-  if (flags.nproc > 0 && !std::getenv("RANK")) {
-    shard::LocalLaunchOptions lo;
-    lo.nproc = flags.nproc;
-    lo.env = {{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}};
-    std::vector<std::string> args{"/proc/self/exe"};
-    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-    return shard::launch_local(args, lo).ok ? 0 : 1;
+  CLI::App app{"greenshard-worker: trains a GPT with fully sharded data parallelism and accounts its carbon.\n"
+               "Fields come from --config (JSON or YAML), then GREENSHARD_* variables, then --section.field flags."};
+  app.set_help_flag("-h,--help", "Print this help (every job-spec field is a flag below)");
+  app.require_subcommand(0, 1);
+  std::string config_path;
+  bool print_config = false;
+  int nproc = 0;
+  app.add_option("--config", config_path, "job spec file (JSON or YAML)");
+  app.add_flag("--print-config", print_config, "print the resolved config as JSON and exit");
+  app.add_option("--nproc", nproc, "start this many local ranks (like torchrun --standalone)")->check(CLI::Range(1, 1024));
+  std::vector<std::pair<std::string, std::string>> overrides;
+  std::map<std::string, std::string> flag_values;
+  for (const auto& f : greenshard::config_fields()) {
+    app.add_option("--" + f.path, flag_values[f.path], f.help + " [" + f.type + ", default " +
+                                                          (f.default_value.empty() ? "''" : f.default_value) + "]");
+  }
+  auto* prepare = app.add_subcommand("prepare", "turn text files into DIR/train.bin and DIR/val.bin (byte tokens)");
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  double val_fraction = 0.05;
+  prepare->add_option("--input", inputs, "text files")->required();
+  prepare->add_option("--out", out_dir, "output directory")->required();
+  prepare->add_option("--val-fraction", val_fraction, "share of tokens for validation, [0, 1)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : greenshard::kExitBadConfig;
   }
   try {
-    auto info = shard::rendezvous_info_from_env();
-    at::set_num_threads(1);
+    if (prepare->parsed()) return run_prepare(inputs, out_dir, val_fraction);
 
-    // Data: the bytes of a text file; each rank samples its own windows.
-    std::ifstream in(flags.data, std::ios::binary);
-    if (!in) throw std::invalid_argument("--data: cannot read '" + flags.data + "'");
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (static_cast<int>(bytes.size()) < flags.seq + 2)
-      throw std::invalid_argument("--data: '" + flags.data + "' is shorter than --seq + 2 bytes");
-    at::Tensor tokens = at::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, at::kByte).to(at::kLong);
-
-    greenshard::GPTConfig cfg;
-    cfg.vocab_size = 256;
-    cfg.block_size = flags.seq;
-    cfg.n_layer = flags.layers;
-    cfg.n_head = flags.heads;
-    cfg.n_embd = flags.embd;
+    greenshard::JobConfig cfg;
+    if (!config_path.empty()) greenshard::apply_config_file(cfg, config_path);
+    const auto env = greenshard::environment_map();
+    greenshard::apply_environment(cfg, env);
+    for (const auto& f : greenshard::config_fields())
+      if (app.count("--" + f.path)) greenshard::apply_field(cfg, f.path, flag_values[f.path], "--" + f.path);
     greenshard::validate(cfg);
-
-    auto rdzv = shard::Rendezvous::connect(info);
-    torch::manual_seed(42);
-    greenshard::GPT model(cfg);
-    shard::FullyShardOptions opts;
-    opts.strategy = shard::parse_sharding_strategy(flags.strategy, "--strategy");
-    opts.wrap = shard::WrapPolicy::by_type<greenshard::BlockImpl>();
-    if (flags.bf16) opts.mixed_precision.param_dtype = at::kBFloat16;
-    shard::FullyShardedModel fsdp(model.ptr(), rdzv, opts);
-    torch::optim::AdamW opt(fsdp.parameters(), torch::optim::AdamWOptions(flags.lr).weight_decay(0.1));
-
-    const bool log = info.rank == 0;
-    if (log)
-      std::printf("greenshard-worker: %d ranks, %s, GPT %lld params (%d layers, %d wide), %s\n", info.world_size,
-                  flags.strategy.c_str(), static_cast<long long>(greenshard::num_parameters(cfg)), flags.layers,
-                  flags.embd, flags.bf16 ? "bf16" : "fp32");
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(7 + info.rank);
-    const int64_t n = tokens.numel() - flags.seq - 1;
-    for (int step = 1; step <= flags.steps; ++step) {
-      auto t0 = std::chrono::steady_clock::now();
-      // (B,) window starts -> x, y: (B, T)
-      auto starts = at::randint(0, n, {flags.batch}, gen, at::kLong);
-      auto offs = at::arange(flags.seq, at::kLong);
-      auto x = tokens.index({starts.unsqueeze(1) + offs});
-      auto y = tokens.index({starts.unsqueeze(1) + offs + 1});
-      opt.zero_grad();
-      auto loss = model->loss(model->forward(x), y);
-      loss.backward();
-      double norm = fsdp.clip_grad_norm(1.0);
-      opt.step();
-      at::Tensor l = loss.detach().to(at::kDouble).reshape({1});
-      rdzv->world()->all_reduce(l, shard::ReduceOp::kAvg)->wait();
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      double tok_s = 1000.0 * flags.batch * flags.seq * info.world_size / ms;
-      if (log)
-        std::printf("step %4d/%d | loss %.4f | norm %.3f | %.0f ms | %.0f tok/s\n", step, flags.steps,
-                    l.item<double>(), norm, ms, tok_s);
-      std::fflush(stdout);
+    if (print_config) {
+      std::cout << greenshard::to_json(cfg) << std::endl;
+      return 0;
     }
-    rdzv->world()->barrier()->wait();
-    return 0;
+    const auto plan = greenshard::resolve_launch(env, nproc);
+    if (plan.spawn_local) {
+      // This process launches the node's ranks: each re-runs this binary
+      // with the same arguments and RANK, WORLD_SIZE... set.
+      shard::LocalLaunchOptions lo;
+      lo.nproc = plan.nproc_per_node;
+      lo.master_addr = plan.master_addr == "127.0.0.1" && plan.nnodes == 1 ? "" : plan.master_addr;
+      lo.master_port = plan.master_port;
+      lo.node_rank = plan.node_rank;
+      lo.nnodes = plan.nnodes;
+      lo.forward_signals = true;
+      // The ranks must not launch again.
+      lo.env = {{"PET_NNODES", ""}};
+      std::vector<std::string> args{"/proc/self/exe"};
+      for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--nproc") {
+          ++i;
+          continue;
+        }
+        if (a.rfind("--nproc=", 0) == 0) continue;
+        args.push_back(a);
+      }
+      auto res = shard::launch_local(args, lo);
+      int code = 0;
+      for (int c : res.exit_codes)
+        if (c != 0 && code == 0) code = c == greenshard::kExitBadConfig ? c : greenshard::kExitFailure;
+      return code;
+    }
+    if (plan.standalone) {
+      // One rank on its own: a private rendezvous on loopback.
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", std::to_string(shard::free_loopback_port()).c_str(), 1);
+      ::setenv("RANK", "0", 1);
+      ::setenv("WORLD_SIZE", "1", 1);
+      ::setenv("LOCAL_RANK", "0", 1);
+      ::setenv("LOCAL_WORLD_SIZE", "1", 1);
+    }
+    greenshard::install_preemption_handlers();
+    return greenshard::train(cfg);
+  } catch (const greenshard::ConfigError& e) {
+    std::cerr << "greenshard-worker: " << e.what() << std::endl;
+    return greenshard::kExitBadConfig;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "greenshard-worker: " << e.what() << std::endl;
+    return greenshard::kExitBadConfig;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "greenshard-worker: error: %s\n", e.what());
-    return 1;
+    std::cerr << "greenshard-worker: error: " << e.what() << std::endl;
+    return greenshard::kExitFailure;
   }
 }

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <condition_variable>
@@ -35,10 +36,27 @@ int free_loopback_port() {
   return ntohs(addr.sin_port);
 }
 
+namespace {
+// The ranks of the running launch, for signal forwarding.
+constexpr int kMaxForward = 1024;
+std::atomic<pid_t> g_forward[kMaxForward];
+std::atomic<int> g_forward_count{0};
+
+void forward_signal(int sig) {
+  const int n = g_forward_count.load();
+  for (int i = 0; i < n; ++i)
+    if (pid_t p = g_forward[i].load()) kill(-p, sig);
+}
+}  // namespace
+
 LocalLaunchResult launch_local(const std::vector<std::string>& argv, const LocalLaunchOptions& o) {
   if (o.nproc < 1) throw std::invalid_argument("launch_local: nproc must be >= 1");
   if (argv.empty()) throw std::invalid_argument("launch_local: empty argv");
-  const std::string port = std::to_string(free_loopback_port());
+  if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
+    throw std::invalid_argument("launch_local: node_rank must be in [0, nnodes)");
+  const std::string addr = o.master_addr.empty() ? "127.0.0.1" : o.master_addr;
+  const std::string port = std::to_string(o.master_addr.empty() ? free_loopback_port() : o.master_port);
+  const std::string world = std::to_string(o.nnodes * o.nproc);
   int fds[2] = {-1, -1};
   if (o.capture_rank0_stdout && pipe(fds) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   std::vector<char*> cargv;
@@ -60,12 +78,13 @@ LocalLaunchResult launch_local(const std::vector<std::string>& argv, const Local
       setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);
-      const std::string rank = std::to_string(r), n = std::to_string(o.nproc);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
+      const std::string rank = std::to_string(o.node_rank * o.nproc + r), local = std::to_string(r),
+                        n = std::to_string(o.nproc);
+      setenv("MASTER_ADDR", addr.c_str(), 1);
       setenv("MASTER_PORT", port.c_str(), 1);
       setenv("RANK", rank.c_str(), 1);
-      setenv("WORLD_SIZE", n.c_str(), 1);
-      setenv("LOCAL_RANK", rank.c_str(), 1);
+      setenv("WORLD_SIZE", world.c_str(), 1);
+      setenv("LOCAL_RANK", local.c_str(), 1);
       setenv("LOCAL_WORLD_SIZE", n.c_str(), 1);
       for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);
       if (o.capture_rank0_stdout) {
@@ -78,6 +97,17 @@ LocalLaunchResult launch_local(const std::vector<std::string>& argv, const Local
     }
     setpgid(pid, pid);
     pids.push_back(pid);
+    if (o.forward_signals && r < kMaxForward) {
+      g_forward[r].store(pid);
+      g_forward_count.store(r + 1);
+    }
+  }
+  if (o.forward_signals) {
+    struct sigaction sa {};
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
   }
   LocalLaunchResult res;
   // Reading rank 0's output must not outlive the deadline: a watchdog kills
@@ -120,6 +150,7 @@ LocalLaunchResult launch_local(const std::vector<std::string>& argv, const Local
     watchdog.join();
   }
   res.ok = res.ok && !res.timed_out;
+  if (o.forward_signals) g_forward_count.store(0);
   return res;
 }
 

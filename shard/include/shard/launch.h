@@ -20,6 +20,16 @@ struct LocalLaunchOptions {
   bool capture_rank0_stdout = false;
   // Kill every rank still running after this long (0 = wait forever).
   std::chrono::seconds timeout{0};
+  // Multi-node (one launcher per node, as torchrun --nnodes): ranks are
+  // node_rank * nproc + local rank of nnodes * nproc, and meet at
+  // master_addr:master_port. Empty master_addr: 127.0.0.1 and a free port.
+  std::string master_addr;
+  int master_port = 0;
+  int node_rank = 0;
+  int nnodes = 1;
+  // Forward SIGTERM/SIGINT received by the launcher to every rank (a pod's
+  // main process gets Kubernetes' SIGTERM).
+  bool forward_signals = false;
 };
 
 struct LocalLaunchResult {
