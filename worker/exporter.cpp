@@ -2,14 +2,17 @@
 
 #include "worker/energy.h"
 
+#include <httplib.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
+#include <prometheus/text_serializer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include <cmath>
 #include <map>
+#include <stdexcept>
+#include <thread>
 
 namespace greenshard {
 
@@ -19,7 +22,9 @@ using prometheus::BuildHistogram;
 
 struct Exporter::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<prometheus::Exposer> exposer;
+  httplib::Server server;
+  std::thread thread;
+  int port = 0;
   prometheus::Labels labels, region_labels;
 
   prometheus::Counter* steps;
@@ -96,16 +101,26 @@ Exporter::Exporter(const std::string& bind_address, const std::string& job, int 
   i.gpu_mem = &BuildGauge().Name("greenshard_gpu_memory_used_bytes").Help("GPU memory in use (NVML).").Register(r);
   i.gpu_power = &BuildGauge().Name("greenshard_gpu_power_watts").Help("GPU power draw (NVML).").Register(r);
   i.gpu_energy = &BuildCounter().Name("greenshard_gpu_energy_joules_total").Help("GPU energy since the worker started (NVML).").Register(r);
-  i.exposer = std::make_unique<prometheus::Exposer>(bind_address, 2);
-  i.exposer->RegisterCollectable(i.registry);
+  // /metrics in the text exposition format, served by cpp-httplib.
+  auto registry = i.registry;
+  i.server.Get("/metrics", [registry](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus::TextSerializer().Serialize(registry->Collect()), "text/plain; version=0.0.4");
+  });
+  const auto colon = bind_address.rfind(':');
+  if (colon == std::string::npos) throw std::invalid_argument("metrics: bind address '" + bind_address + "' has no port");
+  const std::string host = bind_address.substr(0, colon);
+  const int want = std::stoi(bind_address.substr(colon + 1));
+  i.port = want == 0 ? i.server.bind_to_any_port(host) : (i.server.bind_to_port(host, want) ? want : -1);
+  if (i.port <= 0) throw std::runtime_error("metrics: cannot listen on " + bind_address + " (metrics.port busy?)");
+  i.thread = std::thread([&server = i.server] { server.listen_after_bind(); });
 }
 
-Exporter::~Exporter() = default;
-
-int Exporter::port() const {
-  auto ports = impl_->exposer->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
+Exporter::~Exporter() {
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
 }
+
+int Exporter::port() const { return impl_->port; }
 
 void Exporter::on_step(const StepMetrics& m) {
   auto& i = *impl_;

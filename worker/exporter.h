@@ -1,5 +1,7 @@
 // The worker's Prometheus metrics (names and meaning: docs/metrics.md),
-// served by prometheus-cpp's exposer at /metrics. No LibTorch here.
+// kept in a prometheus-cpp registry and served at /metrics by cpp-httplib
+// (the Debian civetweb behind prometheus-cpp's exposer would not start
+// inside the worker). No LibTorch here.
 #pragma once
 
 #include <memory>

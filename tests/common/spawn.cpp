@@ -15,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -255,6 +258,57 @@ RankResult run_process(const std::vector<std::string>& argv,
   std::vector<Child> children;
   children.push_back(start_child(argv, make_env(true, env), 0));
   return wait_all(children, timeout).front();
+}
+
+struct Background::Impl {
+  std::vector<Child> children;
+  std::optional<RankResult> result;
+};
+
+Background::Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env)
+    : impl_(new Impl) {
+  impl_->children.push_back(start_child(argv, make_env(true, env), 0));
+}
+
+Background::~Background() {
+  if (!impl_->result) wait(std::chrono::seconds(0));
+  delete impl_;
+}
+
+int Background::pid() const { return impl_->children.front().pid; }
+
+bool Background::running() const {
+  if (impl_->result) return false;
+  siginfo_t info{};
+  const pid_t p = impl_->children.front().pid;
+  int rv = waitid(P_PID, static_cast<id_t>(p), &info, WEXITED | WNOHANG | WNOWAIT);
+  return !(rv == 0 && info.si_pid == p);
+}
+
+void Background::signal(int sig) {
+  if (!impl_->result) kill(-impl_->children.front().pid, sig);
+}
+
+RankResult Background::wait(std::chrono::seconds timeout) {
+  if (!impl_->result) impl_->result = wait_all(impl_->children, timeout).front();
+  return *impl_->result;
+}
+
+std::vector<int> child_pids(int pid) {
+  std::vector<int> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    FILE* f = std::fopen((e.path() / "stat").c_str(), "r");
+    if (!f) continue;
+    int self = 0, ppid = 0;
+    char comm[256];
+    char state = 0;
+    if (std::fscanf(f, "%d (%255[^)]) %c %d", &self, comm, &state, &ppid) == 4 && ppid == pid) out.push_back(self);
+    std::fclose(f);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 TempDir::TempDir() {

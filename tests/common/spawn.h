@@ -44,6 +44,28 @@ RankResult run_process(const std::vector<std::string>& argv,
                        const std::map<std::string, std::string>& env,
                        std::chrono::seconds timeout);
 
+// One process running in the background (own process group, output to a
+// temp file). The destructor kills whatever is left of it.
+class Background {
+ public:
+  Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
+  ~Background();
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  int pid() const;
+  bool running() const;
+  void signal(int sig);  // to the whole process group
+  // Waits for the exit (kills it at the deadline) and collects the output.
+  RankResult wait(std::chrono::seconds timeout);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+// Children of `pid` (from /proc), e.g. the ranks a launcher started.
+std::vector<int> child_pids(int pid);
+
 // A table row's sentence as a GoogleTest name: every non-alphanumeric
 // character becomes '_'.
 std::string test_name(const char* sentence);

@@ -1,0 +1,206 @@
+// The worker's pieces without LibTorch: job spec, launch plan, token files,
+// sampler, energy meters, URLs.
+#include "common/spawn.h"
+#include "worker/config.h"
+#include "worker/data.h"
+#include "worker/energy.h"
+#include "worker/status.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using greenshard::ConfigError;
+using greenshard::JobConfig;
+
+struct SpecCase {
+  const char* sentence;
+  const char* text;
+  const char* error;  // "" = accepted
+};
+
+class Spec : public ::testing::TestWithParam<SpecCase> {};
+
+TEST_P(Spec, IsAcceptedOrNamesTheField) {
+  const auto& c = GetParam();
+  JobConfig cfg;
+  try {
+    greenshard::apply_config_text(cfg, c.text, "job.yaml");
+    cfg.data.train = cfg.data.train.empty() ? "x.bin" : cfg.data.train;
+    greenshard::validate(cfg);
+    EXPECT_STREQ(c.error, "") << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(c.error), "") << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << e.what();
+  }
+}
+
+const SpecCase kSpecs[] = {
+    {"a JSON spec", R"({"model": {"layers": 2, "embd": 32, "heads": 2}, "schedule": {"steps": 3}})", ""},
+    {"a YAML spec", "model:\n  layers: 2\nsharding: {strategy: NO_SHARD, activation_checkpointing: true}\n", ""},
+    {"an empty spec", "", ""},
+    {"an unknown section", "modle: {layers: 2}", "job.yaml: modle: unknown field"},
+    {"an unknown field", "model: {layerz: 2}", "job.yaml: model.layerz: unknown field"},
+    {"a section given a value", "model: 3", "job.yaml: model: unknown field"},
+    {"a value given a mapping", "model: {layers: {a: 1}}", "model.layers: expected a value, got a mapping"},
+    {"a string for an integer", "model: {layers: two}", "model.layers: expected an integer, got 'two'"},
+    {"a fraction for an integer", "schedule: {steps: 1.5}", "schedule.steps: expected an integer"},
+    {"a negative seed", "data: {seed: -1}", "data.seed: expected a non-negative integer"},
+    {"not a boolean", "sharding: {cpu_offload: maybe}", "sharding.cpu_offload: expected true or false"},
+    {"zero steps", "schedule: {steps: 0}", "schedule.steps: must be >= 1"},
+    {"heads not dividing the width", "model: {embd: 30, heads: 4}", "model.embd: must be >= 1 and divisible"},
+    {"a PUE below one", "carbon: {pue: 0.9}", "carbon.pue: must be >= 1.0"},
+    {"an unknown log format", "log: {format: xml}", "log.format: must be text or json"},
+    {"min_lr above lr", "optimizer: {lr: 0.001, min_lr: 0.01}", "optimizer.min_lr"},
+    {"a status URL without scheme", "status: {url: controller:8080/v1}", "status.url: must start with http://"},
+    {"a list at the top", "- a\n- b\n", "expected a mapping of sections"},
+    {"not YAML at all", "model: {layers: [", "not valid JSON or YAML"},
+    {"bfloat16 compute", "sharding: {param_dtype: bfloat16}", ""},
+    {"an unknown dtype", "sharding: {param_dtype: fp8}", "sharding.param_dtype: must be float32 or bfloat16"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, Spec, ::testing::ValuesIn(kSpecs),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(Spec, TrainIsRequiredAndEnvironmentThenFlagsOverrideTheFile) {
+  JobConfig cfg;
+  EXPECT_THROW(greenshard::validate(cfg), ConfigError);
+  greenshard::apply_config_text(cfg, "data: {train: t.bin}\ncarbon: {region: FR, pue: 1.5}\nmetrics: {port: 9000}", "f");
+  greenshard::apply_environment(cfg, {{"GREENSHARD_REGION", "DE"}, {"GREENSHARD_METRICS_PORT", "9400"},
+                                      {"GREENSHARD_GRID_INTENSITY", "321.5"}, {"UNRELATED", "x"}});
+  EXPECT_EQ(cfg.carbon.region, "DE");
+  EXPECT_EQ(cfg.metrics.port, 9400);
+  EXPECT_DOUBLE_EQ(cfg.carbon.gco2_per_kwh, 321.5);
+  EXPECT_DOUBLE_EQ(cfg.carbon.pue, 1.5);
+  greenshard::apply_field(cfg, "carbon.region", "SE", "--carbon.region");
+  EXPECT_EQ(cfg.carbon.region, "SE");
+  try {
+    greenshard::apply_environment(cfg, {{"GREENSHARD_PUE", "high"}});
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("environment GREENSHARD_PUE: carbon.pue: expected a number"), std::string::npos)
+        << e.what();
+  }
+  // The resolved config round-trips through JSON, with the token redacted.
+  cfg.status.token = "secret";
+  const std::string js = greenshard::to_json(cfg);
+  EXPECT_EQ(js.find("secret"), std::string::npos);
+  JobConfig back;
+  greenshard::apply_config_text(back, js, "printed");
+  EXPECT_EQ(back.carbon.region, "SE");
+  EXPECT_EQ(back.metrics.port, 9400);
+  EXPECT_EQ(greenshard::config_fields().size(), 51u) << "--help documents every field";
+}
+
+TEST(LaunchPlan, TorchrunKubernetesAndStandalone) {
+  auto p = greenshard::resolve_launch({{"RANK", "1"}, {"WORLD_SIZE", "2"}}, 0);
+  EXPECT_FALSE(p.spawn_local);
+  EXPECT_FALSE(p.standalone);
+  EXPECT_THROW(greenshard::resolve_launch({{"RANK", "1"}}, 2), ConfigError);
+  p = greenshard::resolve_launch({{"PET_NNODES", "3"}, {"PET_NPROC_PER_NODE", "8"}, {"JOB_COMPLETION_INDEX", "2"},
+                                  {"PET_MASTER_ADDR", "job-0.svc"}, {"PET_MASTER_PORT", "29500"}},
+                                 0);
+  EXPECT_TRUE(p.spawn_local);
+  EXPECT_EQ(p.nnodes, 3);
+  EXPECT_EQ(p.nproc_per_node, 8);
+  EXPECT_EQ(p.node_rank, 2);
+  EXPECT_EQ(p.master_addr, "job-0.svc");
+  EXPECT_EQ(p.master_port, 29500);
+  try {
+    greenshard::resolve_launch({{"PET_NNODES", "2"}, {"PET_NODE_RANK", "2"}, {"PET_MASTER_ADDR", "a"}}, 0);
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("PET_NODE_RANK: 2 is not below PET_NNODES 2"), std::string::npos);
+  }
+  EXPECT_THROW(greenshard::resolve_launch({{"PET_NNODES", "x"}}, 0), ConfigError);
+  EXPECT_TRUE(greenshard::resolve_launch({}, 0).standalone);
+  EXPECT_EQ(greenshard::resolve_launch({}, 4).nproc_per_node, 4);
+}
+
+TEST(TokenFile, RoundTripsAndSamplesAreAFunctionOfTheStep) {
+  gstest::TempDir dir;
+  std::vector<uint32_t> toks;
+  for (int i = 0; i < 1000; ++i) toks.push_back(static_cast<uint32_t>(i % 256));
+  greenshard::write_token_file(dir.file("t.bin"), toks, 256);
+  greenshard::TokenFile f(dir.file("t.bin"));
+  ASSERT_EQ(f.size(), 1000);
+  EXPECT_EQ(f.at(257), 1u);
+  greenshard::Sampler s(f, 16, 7);
+  std::vector<int64_t> x1, y1, x2, y2;
+  s.batch(3, 0, 4, 2, x1, y1);
+  s.batch(3, 0, 4, 2, x2, y2);
+  EXPECT_EQ(x1, x2);
+  for (size_t i = 0; i < x1.size(); ++i) EXPECT_EQ((x1[i] + 1) % 256, y1[i]) << "targets are the next tokens";
+  s.batch(4, 0, 4, 2, x2, y2);
+  EXPECT_NE(x1, x2) << "another step, other rows";
+  // Rows are numbered globally: rank 1's first row == row 4 of one rank.
+  std::vector<int64_t> a, b, c, d;
+  s.batch(3, 0, 0, 8, a, b);
+  s.batch(3, 0, 4, 4, c, d);
+  EXPECT_TRUE(std::equal(c.begin(), c.end(), a.begin() + 4 * 16));
+  // Too short for the context.
+  EXPECT_THROW(greenshard::Sampler(f, 1000, 1), std::runtime_error);
+}
+
+TEST(TokenFile, DamageIsAClearErrorNamingTheFile) {
+  gstest::TempDir dir;
+  greenshard::write_token_file(dir.file("t.bin"), std::vector<uint32_t>(100, 65), 256);
+  fs::resize_file(dir.file("t.bin"), 90);
+  try {
+    greenshard::TokenFile f(dir.file("t.bin"));
+    ADD_FAILURE();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.file("t.bin") + ": header says 100 tokens"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir.file("x.bin")) << "GSTOK002" << std::string(40, '\0');
+  EXPECT_THROW(greenshard::TokenFile(dir.file("x.bin")), std::runtime_error);
+  std::ofstream(dir.file("short.bin")) << "GS";
+  EXPECT_THROW(greenshard::TokenFile(dir.file("short.bin")), std::runtime_error);
+  EXPECT_THROW(greenshard::TokenFile(dir.file("missing.bin")), std::runtime_error);
+}
+
+TEST(Energy, RaplCountersWrapAroundAndSubZonesAreNotCountedTwice) {
+  gstest::TempDir dir;
+  auto zone = [&](const std::string& name, uint64_t energy, uint64_t max) {
+    fs::create_directories(dir.file(name));
+    std::ofstream(dir.file(name + "/energy_uj")) << energy;
+    std::ofstream(dir.file(name + "/max_energy_range_uj")) << max;
+  };
+  zone("intel-rapl:0", 900000, 1000000);
+  zone("intel-rapl:0:0", 5, 1000000);  // a sub-zone (core): inside package 0
+  greenshard::RaplMeter m(dir.path());
+  ASSERT_TRUE(m.available());
+  std::ofstream(dir.file("intel-rapl:0/energy_uj")) << 950000;
+  EXPECT_DOUBLE_EQ(m.joules(), 0.05);
+  std::ofstream(dir.file("intel-rapl:0/energy_uj")) << 20000;  // wrapped at 1 J
+  EXPECT_DOUBLE_EQ(m.joules(), 0.05 + 0.07);
+  EXPECT_FALSE(greenshard::RaplMeter(dir.file("nothing")).available());
+}
+
+TEST(Energy, WithoutRaplTheCpuIsModelledAndWithoutNvmlThereIsNoGpu) {
+  gstest::TempDir dir;
+  greenshard::EnergyMeter m(/*gpu=*/0, /*tdp=*/100.0, dir.path());
+  volatile double x = 0;
+  for (int i = 0; i < 20000000; ++i) x = x + i * 0.5;
+  auto r = m.read();
+  EXPECT_EQ(r.cpu_source, "modelled");
+  EXPECT_GT(r.cpu_joules, 0.0);
+  if (!fs::exists("/dev/nvidia0")) {
+    EXPECT_FALSE(m.has_gpu());
+    EXPECT_TRUE(r.gpus.empty());
+  }
+}
+
+TEST(Status, UrlsSplitIntoServerAndPath) {
+  EXPECT_EQ(greenshard::split_url("http://h:8080/v1/jobs/j1/status"),
+            (std::pair<std::string, std::string>{"http://h:8080", "/v1/jobs/j1/status"}));
+  EXPECT_EQ(greenshard::split_url("https://h").second, "/");
+  EXPECT_THROW(greenshard::split_url("ftp://h/x"), std::invalid_argument);
+  EXPECT_FALSE(greenshard::fetch_intensity("http://127.0.0.1:1/intensity").has_value()) << "unreachable: no value";
+}
+
+}  // namespace
