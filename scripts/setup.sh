@@ -9,8 +9,10 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
-  npm python3 bible-kjv
+  python3 bible-kjv
 )
+# npm: Debian's, unless a Node.js with its own npm is installed already.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
