@@ -9,6 +9,7 @@
 #include "shard/fully_shard.h"
 #include "shard/launch.h"
 #include "shard/rendezvous.h"
+#include "bench_flags.h"
 #include "worker/model.h"
 
 #include <torch/torch.h>
@@ -38,18 +39,7 @@ Args parse(int argc, char** argv) {
   std::map<std::string, int*> ints{{"--ranks", &a.ranks}, {"--steps", &a.steps}, {"--warmup", &a.warmup},
                                    {"--batch", &a.batch}, {"--seq", &a.seq},     {"--layers", &a.layers},
                                    {"--embd", &a.embd},   {"--vocab", &a.vocab}};
-  for (int i = 1; i < argc; ++i) {
-    auto it = ints.find(argv[i]);
-    if (it == ints.end() || i + 1 >= argc) {
-      std::fprintf(stderr, "bench_fsdp_step: unknown flag or missing value: %s\n", argv[i]);
-      std::exit(2);
-    }
-    *it->second = std::atoi(argv[++i]);
-    if (*it->second < 1) {
-      std::fprintf(stderr, "bench_fsdp_step: %s must be >= 1\n", argv[i - 1]);
-      std::exit(2);
-    }
-  }
+  gsbench::parse_int_flags(argc, argv, ints, "bench_fsdp_step");
   return a;
 }
 

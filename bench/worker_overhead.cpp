@@ -5,6 +5,7 @@
 // matmul peak (one thread per rank, as the ranks run).
 //
 //   scripts/bench.sh worker_overhead [--steps 30] [--layers 4] [--embd 256] [--seq 128] [--batch 8]
+#include "bench_flags.h"
 #include "worker/model.h"
 
 #include <nlohmann/json.hpp>
@@ -36,18 +37,7 @@ Args parse(int argc, char** argv) {
   Args a;
   std::map<std::string, int*> ints{{"--steps", &a.steps}, {"--layers", &a.layers}, {"--embd", &a.embd},
                                    {"--seq", &a.seq},     {"--batch", &a.batch}};
-  for (int i = 1; i < argc; ++i) {
-    auto it = ints.find(argv[i]);
-    if (it == ints.end() || i + 1 >= argc) {
-      std::fprintf(stderr, "bench_worker_overhead: unknown flag or missing value: %s\n", argv[i]);
-      std::exit(2);
-    }
-    *it->second = std::atoi(argv[++i]);
-    if (*it->second < 1) {
-      std::fprintf(stderr, "bench_worker_overhead: %s must be >= 1\n", argv[i - 1]);
-      std::exit(2);
-    }
-  }
+  gsbench::parse_int_flags(argc, argv, ints, "bench_worker_overhead");
   if (a.steps < 6) a.steps = 6;
   return a;
 }
