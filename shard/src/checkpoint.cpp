@@ -288,7 +288,8 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
     write_fully(fd.fd, kMagic, sizeof kMagic, tmp);
     int64_t size = sizeof kMagic;
     for (size_t i = 0; i < U; ++i) {
-      at::Tensor master = rt.units()[i]->master().detach().contiguous();
+      // (host copies when the shards live on a GPU; no copy on CPU)
+      at::Tensor master = rt.units()[i]->master().detach().to(at::kCPU).contiguous();
       auto* st = adam_state(opt, rt.units()[i]->master());
       at::Tensor zeros;
       if (st) {
@@ -297,8 +298,8 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
       } else {
         zeros = at::zeros_like(master);
       }
-      const at::Tensor parts[kParts] = {master, st ? st->exp_avg().contiguous() : zeros,
-                                        st ? st->exp_avg_sq().contiguous() : zeros};
+      const at::Tensor parts[kParts] = {master, st ? st->exp_avg().to(at::kCPU).contiguous() : zeros,
+                                        st ? st->exp_avg_sq().to(at::kCPU).contiguous() : zeros};
       for (int p = 0; p < kParts; ++p) {
         const size_t n = parts[p].numel() * sizeof(float);
         sums[2 + i * kParts + p] = crc32c(0, parts[p].data_ptr(), n);
@@ -475,8 +476,8 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
     if (opt && man.adam) {
       auto st = std::make_unique<torch::optim::AdamWParamState>();
       st->step(man.adam_step);
-      st->exp_avg(loaded[i].m);
-      st->exp_avg_sq(loaded[i].v);
+      st->exp_avg(loaded[i].m.to(master.device()));
+      st->exp_avg_sq(loaded[i].v.to(master.device()));
       opt->state()[state_key(master)] = std::move(st);
     }
   }

@@ -5,6 +5,10 @@
 
 #include <stdexcept>
 
+#ifdef GREENSHARD_CUDA
+#include "cuda_storage.h"
+#endif
+
 namespace shard {
 
 FlatParamLayout::FlatParamLayout(std::vector<FlatParamEntry> params, int group_size)
@@ -70,12 +74,25 @@ bool storage_allocated(const at::Tensor& t) {
 }
 
 void free_storage(const at::Tensor& t) {
+#ifdef GREENSHARD_CUDA
+  if (t.device().is_cuda()) {
+    if (storage_allocated(t)) detail::resize_storage_bytes_cuda(t.storage().unsafeGetStorageImpl(), 0);
+    return;
+  }
+#endif
   TORCH_CHECK(t.device().is_cpu(), "free_storage: only CPU tensors are supported in this build");
   if (!storage_allocated(t)) return;
   at::native::resize_bytes_cpu(t.storage().unsafeGetStorageImpl(), 0);
 }
 
 void alloc_storage(const at::Tensor& t) {
+#ifdef GREENSHARD_CUDA
+  if (t.device().is_cuda()) {
+    const size_t want = static_cast<size_t>(t.storage_offset() * t.element_size() + tensor_bytes(t));
+    if (t.storage().nbytes() < want) detail::resize_storage_bytes_cuda(t.storage().unsafeGetStorageImpl(), want);
+    return;
+  }
+#endif
   TORCH_CHECK(t.device().is_cpu(), "alloc_storage: only CPU tensors are supported in this build");
   const size_t want = static_cast<size_t>(t.storage_offset() * t.element_size() + tensor_bytes(t));
   if (t.storage().nbytes() >= want) return;

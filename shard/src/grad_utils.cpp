@@ -16,7 +16,9 @@ double FullyShardedModel::clip_grad_norm(double max_norm, double norm_type) {
   at::NoGradGuard no_grad;
   // Each shard group holds the whole gradient once (replicas are equal), so
   // the reduction runs over the shard group only.
-  at::Tensor local = at::zeros({1}, at::kDouble);
+  // On the device the sharded gradients live on (the host with offload).
+  const auto device = rt_->units().front()->master().device();
+  at::Tensor local = at::zeros({1}, at::TensorOptions().dtype(at::kDouble).device(device));
   std::vector<at::Tensor> grads;
   for (auto& u : rt_->units()) {
     const auto& g = u->master().grad();

@@ -9,13 +9,24 @@
 // leaves the client socket out of sync, a poll never does.
 #include "shard/rendezvous.h"
 
+// GREENSHARD_NO_GLOO (GPU-only builds without Gloo, e.g. bench/gpu on an
+// image with nothing but a CUDA LibTorch): every group, world() included,
+// is an NCCL group; host tensors are staged through the device.
+#if defined(GREENSHARD_NO_GLOO) && !defined(GREENSHARD_CUDA)
+#error "GREENSHARD_NO_GLOO needs GREENSHARD_CUDA"
+#endif
+#ifndef GREENSHARD_NO_GLOO
 #include "communicator_gloo.h"
+#endif
+#include "communicator_nccl.h"  // no CUDA includes; used with GREENSHARD_CUDA only
 
 #include <arpa/inet.h>
+#ifndef GREENSHARD_NO_GLOO
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
+#endif
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -74,6 +85,7 @@ std::vector<std::string> poll_keys(c10d::Store& store,
   return missing;
 }
 
+#ifndef GREENSHARD_NO_GLOO
 // gloo's view of the TCP store: keys under `prefix`, waits that poll with a
 // deadline and name the group members that did not show up.
 class GlooStoreAdapter final : public gloo::rendezvous::Store {
@@ -131,6 +143,7 @@ class GlooStoreAdapter final : public gloo::rendezvous::Store {
   const std::vector<int> members_;
   const milliseconds timeout_;
 };
+#endif  // GREENSHARD_NO_GLOO
 
 // The local address used to reach host:port (a connected UDP socket sends
 // nothing). 127.0.0.1 for a loopback master.
@@ -255,7 +268,12 @@ class RendezvousImpl final : public Rendezvous {
         if (g.future.valid() &&
             g.future.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
           try {
+#ifndef GREENSHARD_NO_GLOO
             if (auto c = g.future.get(); c && detail::gloo_is_aborted(*c)) aborted = true;
+#endif
+#ifdef GREENSHARD_CUDA
+            if (auto c = g.future.get(); c && detail::nccl_is_aborted(*c)) aborted = true;
+#endif
           } catch (...) {
             aborted = true;
           }
@@ -286,11 +304,48 @@ class RendezvousImpl final : public Rendezvous {
   CommunicatorPtr world() override {
     std::vector<int> all(info_.world_size);
     for (int r = 0; r < info_.world_size; ++r) all[r] = r;
+#ifdef GREENSHARD_NO_GLOO
+    return get_or_create("\x01world", "world", "gs/nccl-world/", all, Backend::kNccl);
+#else
     return get_or_create("\x01world", "world", "gs/world/", all);
+#endif
   }
+
+  using Rendezvous::new_group;
 
   CommunicatorPtr new_group(const std::string& name,
                             const std::vector<int>& ranks) override {
+#ifdef GREENSHARD_NO_GLOO
+    return new_group_with_backend(name, ranks, Backend::kNccl);
+#else
+    check_group(name, ranks);
+    const std::string prefix =
+        "gs/g/" + std::to_string(name.size()) + ":" + name + "/";
+    return get_or_create(name, name, prefix, ranks);
+#endif
+  }
+
+ protected:
+  CommunicatorPtr new_group_with_backend(const std::string& name, const std::vector<int>& ranks,
+                                         Backend backend) override {
+#ifndef GREENSHARD_NO_GLOO
+    if (backend == Backend::kGloo) return new_group(name, ranks);
+#endif
+#ifdef GREENSHARD_NO_GLOO
+    backend = Backend::kNccl;  // the only backend of this build
+#endif
+#ifdef GREENSHARD_CUDA
+    check_group(name, ranks);
+    const std::string prefix =
+        "gs/nccl/" + std::to_string(name.size()) + ":" + name + "/";
+    return get_or_create(name, name, prefix, ranks, backend);
+#else
+    return Rendezvous::new_group_with_backend(name, ranks, backend);
+#endif
+  }
+
+ private:
+  void check_group(const std::string& name, const std::vector<int>& ranks) const {
     if (name.empty()) throw std::invalid_argument("new_group: empty group name");
     if (ranks.empty()) {
       throw std::invalid_argument("new_group '" + name + "': empty rank list");
@@ -311,15 +366,12 @@ class RendezvousImpl final : public Rendezvous {
                                   std::to_string(info_.rank) + " is not a member of " +
                                   format_ranks(ranks));
     }
-    const std::string prefix =
-        "gs/g/" + std::to_string(name.size()) + ":" + name + "/";
-    return get_or_create(name, name, prefix, ranks);
   }
 
- private:
   struct Group {
     std::vector<int> ranks;
     std::shared_future<CommunicatorPtr> future;
+    Backend backend = Backend::kGloo;
   };
 
   static std::string arrive_key(int r) { return "gs/arrive/" + std::to_string(r); }
@@ -329,7 +381,8 @@ class RendezvousImpl final : public Rendezvous {
 
   CommunicatorPtr get_or_create(const std::string& key, const std::string& name,
                                 const std::string& prefix,
-                                const std::vector<int>& ranks) {
+                                const std::vector<int>& ranks,
+                                Backend backend = Backend::kGloo) {
     std::shared_future<CommunicatorPtr> fut;
     std::promise<CommunicatorPtr> promise;
     bool creator = false;
@@ -342,16 +395,22 @@ class RendezvousImpl final : public Rendezvous {
                                       format_ranks(it->second.ranks) + ", now asked for " +
                                       format_ranks(ranks));
         }
+        if (it->second.backend != backend) {
+          throw std::invalid_argument("new_group '" + name + "': already created with backend " +
+                                      to_string(it->second.backend) + ", now asked for " +
+                                      to_string(backend));
+        }
         fut = it->second.future;
       } else {
         fut = promise.get_future().share();
-        groups_.emplace(key, Group{ranks, fut});
+        groups_.emplace(key, Group{ranks, fut, backend});
         creator = true;
       }
     }
     if (creator) {
       try {
-        promise.set_value(connect_group(name, prefix, ranks));
+        promise.set_value(backend == Backend::kGloo ? connect_group(name, prefix, ranks)
+                                                    : connect_nccl_group(name, prefix, ranks));
       } catch (...) {
         promise.set_exception(std::current_exception());
       }
@@ -361,6 +420,9 @@ class RendezvousImpl final : public Rendezvous {
 
   CommunicatorPtr connect_group(const std::string& name, const std::string& prefix,
                                 const std::vector<int>& ranks) {
+#ifdef GREENSHARD_NO_GLOO
+    return connect_nccl_group(name, prefix, ranks);
+#else
     const int n = static_cast<int>(ranks.size());
     const int grank = static_cast<int>(
         std::lower_bound(ranks.begin(), ranks.end(), info_.rank) - ranks.begin());
@@ -408,6 +470,55 @@ class RendezvousImpl final : public Rendezvous {
     o.tag = "connect check";
     comm->barrier(o)->wait();
     return comm;
+#endif  // GREENSHARD_NO_GLOO
+  }
+
+  // An NCCL communicator on the current CUDA device; group rank 0 publishes
+  // the unique id under `prefix`.
+  CommunicatorPtr connect_nccl_group(const std::string& name, const std::string& prefix,
+                                     const std::vector<int>& ranks) {
+#ifdef GREENSHARD_CUDA
+    const int grank = static_cast<int>(
+        std::lower_bound(ranks.begin(), ranks.end(), info_.rank) - ranks.begin());
+    detail::NcclGroupSpec spec;
+    spec.name = name;
+    spec.global_ranks = ranks;
+    spec.rank = grank;
+    spec.global_rank = info_.rank;
+    spec.timeout = options_.timeout;
+    spec.device = -1;  // the current device (the worker sets LOCAL_RANK's)
+    auto env_flag = [](const char* var, bool dflt) {
+      const char* v = std::getenv(var);
+      if (!v || !*v) return dflt;
+      return std::string(v) != "0";
+    };
+    spec.low_precision_reduce_in_fp32 = env_flag("GREENSHARD_NCCL_REDUCE_IN_FP32", true);
+    spec.blocking_wait = env_flag("GREENSHARD_NCCL_BLOCKING_WAIT", false);
+    detail::NcclStore st;
+    st.set = [this, prefix](const std::string& key, const std::vector<uint8_t>& value) {
+      store_->set(prefix + key, value);
+    };
+    st.get = [this, prefix, name, ranks](const std::string& key, milliseconds timeout) {
+      auto missing = poll_keys(*store_, {prefix + key}, Clock::now() + timeout);
+      if (!missing.empty()) {
+        throw CommError("timed out after " + std::to_string(timeout.count()) +
+                        " ms waiting for group '" + name + "' rank 0 (global rank " +
+                        std::to_string(ranks.front()) +
+                        ") to publish the NCCL unique id: global ranks " +
+                        format_ranks({ranks.front()}) + " did not join");
+      }
+      return store_->get(prefix + key);
+    };
+    auto comm = detail::make_nccl_communicator(std::move(spec), st);
+    // Every member connected once this returns.
+    CollectiveOptions o;
+    o.tag = "connect check";
+    comm->barrier(o)->wait();
+    return comm;
+#else
+    throw CommError("new_group '" + name + "': backend nccl is not available in this build "
+                    "(configure with GREENSHARD_CUDA=ON)");
+#endif
   }
 
   RendezvousInfo info_;
@@ -468,6 +579,37 @@ void validate(const RendezvousInfo& info) {
     fail("WORLD_SIZE=" + std::to_string(info.world_size) +
          " is not a multiple of LOCAL_WORLD_SIZE=" + std::to_string(info.local_world_size));
   }
+}
+
+const char* to_string(Backend backend) {
+  switch (backend) {
+    case Backend::kGloo:
+      return "gloo";
+    case Backend::kNccl:
+      return "nccl";
+  }
+  return "unknown";
+}
+
+Backend backend_for(const c10::Device& compute_device) {
+#ifdef GREENSHARD_CUDA
+  if (compute_device.is_cuda()) return Backend::kNccl;
+#endif
+  return Backend::kGloo;
+}
+
+CommunicatorPtr Rendezvous::new_group(const std::string& name, const std::vector<int>& ranks,
+                                      Backend backend) {
+  if (backend == Backend::kGloo) return new_group(name, ranks);
+  return new_group_with_backend(name, ranks, backend);
+}
+
+CommunicatorPtr Rendezvous::new_group_with_backend(const std::string& name,
+                                                   const std::vector<int>& ranks,
+                                                   Backend backend) {
+  if (backend == Backend::kGloo) return new_group(name, ranks);
+  throw CommError("new_group '" + name + "': backend " + std::string(to_string(backend)) +
+                  " is not available in this build (configure with GREENSHARD_CUDA=ON)");
 }
 
 std::shared_ptr<Rendezvous> Rendezvous::connect(const RendezvousInfo& info,

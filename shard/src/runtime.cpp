@@ -7,12 +7,14 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/nn/module.h>
+#include <c10/core/DeviceGuard.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <atomic>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -85,10 +87,14 @@ Runtime::Runtime(std::shared_ptr<torch::nn::Module> root, std::shared_ptr<Rendez
   for (int r = base; r < base + g; ++r) shard_ranks.push_back(r);
   for (int r = rank % g; r < world; r += g) rep_ranks.push_back(r);
   const std::string id = "fsdp" + std::to_string(g_instances.fetch_add(1));
-  shard_ag_ = rdzv_->new_group(id + "/ag/" + std::to_string(base), shard_ranks);
-  shard_rs_ = rdzv_->new_group(id + "/rs/" + std::to_string(base), shard_ranks);
+  // Gloo for CPU compute, NCCL for CUDA (GREENSHARD_CUDA builds).
+  const Backend backend = backend_for(options_.compute_device);
+  std::optional<c10::DeviceGuard> device;  // NCCL uses the current device
+  if (options_.compute_device.is_cuda()) device.emplace(options_.compute_device);
+  shard_ag_ = rdzv_->new_group(id + "/ag/" + std::to_string(base), shard_ranks, backend);
+  shard_rs_ = rdzv_->new_group(id + "/rs/" + std::to_string(base), shard_ranks, backend);
   if (rep_ranks.size() > 1)
-    replicate_ = rdzv_->new_group(id + "/rep/" + std::to_string(rank % g), rep_ranks);
+    replicate_ = rdzv_->new_group(id + "/rep/" + std::to_string(rank % g), rep_ranks, backend);
   build_units();
 }
 

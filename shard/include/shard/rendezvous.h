@@ -7,6 +7,8 @@
 
 #include "shard/communicator.h"
 
+#include <c10/core/Device.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +34,14 @@ RendezvousInfo rendezvous_info_from_env(
 // Throws std::invalid_argument naming the variable.
 void validate(const RendezvousInfo& info);
 
+// Collective backend of a group: Gloo (CPU tensors, TCP) or NCCL (CUDA
+// tensors; GREENSHARD_CUDA builds only).
+enum class Backend { kGloo, kNccl };
+const char* to_string(Backend backend);  // "gloo", "nccl"
+// The backend for units computing on `compute_device`: NCCL for a CUDA
+// device in a GREENSHARD_CUDA build, Gloo otherwise.
+Backend backend_for(const c10::Device& compute_device);
+
 class Rendezvous {
  public:
   virtual ~Rendezvous() = default;
@@ -56,6 +66,20 @@ class Rendezvous {
   // or the ranks are invalid.
   virtual CommunicatorPtr new_group(const std::string& name,
                                     const std::vector<int>& ranks) = 0;
+
+  // The same with an explicit backend (kGloo: exactly new_group(name,
+  // ranks)). kNccl: one NCCL communicator on the current CUDA device, its
+  // unique id exchanged through the rendezvous store; a build without
+  // GREENSHARD_CUDA throws CommError. A name is bound to one backend.
+  CommunicatorPtr new_group(const std::string& name, const std::vector<int>& ranks,
+                            Backend backend);
+
+ protected:
+  // kNccl groups (new_group with a backend other than kGloo). The default
+  // throws CommError ("backend nccl is not available in this build").
+  virtual CommunicatorPtr new_group_with_backend(const std::string& name,
+                                                 const std::vector<int>& ranks,
+                                                 Backend backend);
 };
 
 }  // namespace shard

@@ -1,0 +1,462 @@
+#include "controller/api.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <mutex>
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "controller/openapi.h"
+
+namespace controller {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxLogChunk = 1 << 20;
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  send_json(res, e.status, e.to_json());
+  if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+}
+
+std::string b64url(const std::string& in) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  int val = 0, bits = -6;
+  for (unsigned char c : in) {
+    val = (val << 8) + c;
+    bits += 8;
+    while (bits >= 0) {
+      out.push_back(t[(val >> bits) & 0x3F]);
+      bits -= 6;
+    }
+  }
+  if (bits > -6) out.push_back(t[((val << 8) >> (bits + 8)) & 0x3F]);
+  return out;
+}
+
+std::optional<std::string> unb64url(const std::string& in) {
+  std::string out;
+  int val = 0, bits = -8;
+  for (char c : in) {
+    int d;
+    if (c >= 'A' && c <= 'Z') d = c - 'A';
+    else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') d = c - '0' + 52;
+    else if (c == '-') d = 62;
+    else if (c == '_') d = 63;
+    else return std::nullopt;
+    val = (val << 6) + d;
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(char((val >> bits) & 0xFF));
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+void only_params(const httplib::Request& req, std::initializer_list<const char*> allowed) {
+  for (const auto& [k, v] : req.params) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || k == a;
+    if (!ok) throw ApiError(400, "unknown_parameter", "unknown query parameter '" + k + "'", k);
+  }
+}
+
+int64_t int_param(const httplib::Request& req, const char* name, int64_t def, int64_t lo, int64_t hi) {
+  if (!req.has_param(name)) return def;
+  const std::string v = req.get_param_value(name);
+  size_t pos = 0;
+  int64_t x = 0;
+  try {
+    x = std::stoll(v, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != v.size())
+    throw ApiError(400, "invalid_parameter", std::string(name) + ": expected an integer, got '" + v + "'", name);
+  if (x < lo || x > hi)
+    throw ApiError(400, "invalid_parameter",
+                   std::string(name) + ": must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+                   name);
+  return x;
+}
+
+bool bool_param(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return false;
+  const std::string v = req.get_param_value(name);
+  if (v == "true" || v == "1" || v.empty()) return true;
+  if (v == "false" || v == "0") return false;
+  throw ApiError(400, "invalid_parameter", std::string(name) + ": expected true or false", name);
+}
+
+// POST bodies are JSON; a form body would also be parsed into query params.
+void require_json(const httplib::Request& req) {
+  if (req.body.empty() && !req.has_header("Content-Type")) return;
+  std::string ct = req.get_header_value("Content-Type");
+  if (ct.rfind("application/json", 0) != 0)
+    throw ApiError(415, "unsupported_media_type",
+                   "Content-Type must be application/json, got '" + ct + "'", "Content-Type");
+}
+
+json parse_body(const httplib::Request& req) {
+  require_json(req);
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded()) throw ApiError(400, "invalid_json", "the body is not valid JSON");
+  return j;
+}
+
+}  // namespace
+
+std::string encode_continue(int64_t after_seq, const std::string& filter_key) {
+  json j{{"v", 1}, {"s", after_seq}, {"f", sha256_hex(filter_key).substr(0, 16)}};
+  return b64url(j.dump());
+}
+
+int64_t decode_continue(const std::string& token, const std::string& filter_key) {
+  auto bad = [](const std::string& why) {
+    return ApiError(400, "invalid_parameter", "continue: " + why, "continue");
+  };
+  auto raw = unb64url(token);
+  if (!raw) throw bad("not a token issued by this server");
+  json j = json::parse(*raw, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("v", 0) != 1 || !j.contains("s") ||
+      !j["s"].is_number_integer() || !j.contains("f") || !j["f"].is_string())
+    throw bad("not a token issued by this server");
+  if (j["f"].get<std::string>() != sha256_hex(filter_key).substr(0, 16))
+    throw bad("the token was issued for a different filter");
+  int64_t s = j["s"].get<int64_t>();
+  if (s < 0) throw bad("not a token issued by this server");
+  return s;
+}
+
+struct ApiServer::Impl {
+  Registry& reg;
+  Scheduler& sched;
+  const Auth& auth;
+  Metrics& metrics;
+  ApiOptions opt;
+  std::unique_ptr<httplib::Server> svr;
+  std::atomic<bool> serving{false};
+  std::mutex run_mu;
+  bool stop_requested = false;
+
+  Impl(Registry& r, Scheduler& s, const Auth& a, Metrics& m, ApiOptions o)
+      : reg(r), sched(s), auth(a), metrics(m), opt(std::move(o)) {
+    if (!opt.tls_cert.empty() || !opt.tls_key.empty()) {
+      if (opt.tls_cert.empty() || opt.tls_key.empty())
+        throw std::runtime_error("TLS needs both --tls-cert and --tls-key");
+      auto s = std::make_unique<httplib::SSLServer>(opt.tls_cert.c_str(), opt.tls_key.c_str());
+      if (!s->is_valid())
+        throw std::runtime_error("TLS: cannot load certificate '" + opt.tls_cert + "' and key '" +
+                                 opt.tls_key + "'");
+      svr = std::move(s);
+    } else {
+      svr = std::make_unique<httplib::Server>();
+    }
+    int n = opt.threads;
+    svr->new_task_queue = [n] { return new httplib::ThreadPool(size_t(n)); };
+    svr->set_payload_max_length(opt.max_body_bytes);
+    svr->set_keep_alive_max_count(100000);
+    svr->set_keep_alive_timeout(30);
+    svr->set_tcp_nodelay(true);
+    routes();
+  }
+
+  // Wraps a handler: ApiError -> JSON error; anything else -> 500.
+  template <class F>
+  httplib::Server::Handler wrap(F f) {
+    return [this, f](const httplib::Request& req, httplib::Response& res) {
+      try {
+        f(req, res);
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      } catch (const StoreError& e) {
+        send_error(res, ApiError(503, "store_unavailable", e.what()));
+      } catch (const std::exception& e) {
+        send_error(res, ApiError(500, "internal", e.what()));
+      }
+    };
+  }
+
+  Principal user(const httplib::Request& req) const {
+    Principal p = auth.authenticate(req.get_header_value("Authorization"));
+    if (p.role == Role::kWorker)
+      throw ApiError(403, "forbidden", "a worker token may only push job status", "Authorization");
+    return p;
+  }
+
+  Job find(const httplib::Request& req, const Principal& p) const {
+    auto id = req.matches[1].str();
+    auto j = reg.get(id, p.tenant);
+    if (!j) throw ApiError(404, "not_found", "no job '" + id + "'", "id");
+    return *j;
+  }
+
+  void check_against_config(const JobSpec& s) const {
+    const auto& regions = sched.region_configs();
+    int max_nodes = 0;
+    for (size_t i = 0; i < s.regions.size(); ++i) {
+      auto it = std::find_if(regions.begin(), regions.end(),
+                             [&](const RegionConfig& r) { return r.name == s.regions[i]; });
+      if (it == regions.end())
+        throw ApiError(422, "unknown_region", "regions[" + std::to_string(i) + "]: no region '" +
+                                                  s.regions[i] + "' is configured",
+                       "regions[" + std::to_string(i) + "]");
+      if (it->gpus_per_node >= s.gpus_per_node) max_nodes = std::max(max_nodes, it->nodes);
+    }
+    if (max_nodes < s.nodes)
+      throw ApiError(422, "unschedulable",
+                     "nodes: no allowed region has " + std::to_string(s.nodes) + " nodes with " +
+                         std::to_string(s.gpus_per_node) + " GPUs each",
+                     "nodes");
+  }
+
+  void routes() {
+    auto& s = *svr;
+    s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      ApiError e(res.status, "error", "error");
+      if (res.status == 404) e = ApiError(404, "route_not_found", "no route " + req.method + " " + req.path);
+      else if (res.status == 413) e = ApiError(413, "payload_too_large", "the request body is too large");
+      else if (res.status == 400) e = ApiError(400, "bad_request", "malformed HTTP request");
+      else e = ApiError(res.status, "http_" + std::to_string(res.status), "HTTP error " + std::to_string(res.status));
+      send_json(res, e.status, e.to_json());
+    });
+    s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      metrics.request(req.method, res.status);
+    });
+
+    s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      send_json(res, 200, {{"status", "ok"}});
+    });
+    s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+      if (sched.cycles() > 0) send_json(res, 200, {{"status", "ready"}, {"cycles", sched.cycles()}});
+      else send_error(res, ApiError(503, "not_ready", "the scheduler has not completed a cycle yet"));
+    });
+    s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics.render(), "text/plain; version=0.0.4");
+    });
+    s.Get("/v1/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+      send_json(res, 200, openapi_document());
+    });
+
+    s.Post("/v1/jobs", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      Principal p = user(req);
+      require_json(req);
+      only_params(req, {});
+      std::string key = req.get_header_value("Idempotency-Key");
+      if (key.size() > 128)
+        throw ApiError(400, "invalid_header", "Idempotency-Key: at most 128 characters", "Idempotency-Key");
+      for (char c : key)
+        if (c < 0x21 || c > 0x7e)
+          throw ApiError(400, "invalid_header", "Idempotency-Key: printable ASCII only", "Idempotency-Key");
+      JobSpec spec = parse_job_spec_text(req.body);
+      check_against_config(spec);
+      auto r = reg.submit(p.token_tenant, std::move(spec), key);
+      if (r.created) {
+        metrics.submitted();
+        sched.wake();
+      }
+      res.set_header("Location", "/v1/jobs/" + r.job.id());
+      send_json(res, r.created ? 201 : 200, job_view(r.job));
+    }));
+
+    s.Get("/v1/jobs", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      Principal p = user(req);
+      only_params(req, {"state", "tenant", "limit", "continue"});
+      ListFilter f;
+      f.tenant = p.tenant;
+      if (req.has_param("tenant")) {
+        std::string t = req.get_param_value("tenant");
+        if (p.role != Role::kAdmin && t != p.token_tenant)
+          throw ApiError(403, "forbidden", "tenant: only admins may list other tenants' jobs", "tenant");
+        f.tenant = t;
+      }
+      if (req.has_param("state")) {
+        auto st = parse_state(req.get_param_value("state"));
+        if (!st)
+          throw ApiError(400, "invalid_parameter",
+                         "state: unknown state '" + req.get_param_value("state") + "'", "state");
+        f.state = st;
+      }
+      f.limit = int(int_param(req, "limit", 100, 1, 1000));
+      const std::string fkey = f.tenant + "|" + (f.state ? std::string(to_string(*f.state)) : "");
+      if (req.has_param("continue")) f.after_seq = decode_continue(req.get_param_value("continue"), fkey);
+      ListPage page = reg.list(f);
+      json items = json::array();
+      for (const auto& j : page.jobs) items.push_back(job_view(j));
+      json body{{"items", items}};
+      body["continue"] = page.next_after_seq ? encode_continue(page.next_after_seq, fkey) : "";
+      send_json(res, 200, body);
+    }));
+
+    s.Get(R"(/v1/jobs/([a-z0-9]{1,64}))", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      Principal p = user(req);
+      only_params(req, {});
+      send_json(res, 200, job_view(find(req, p)));
+    }));
+
+    s.Post(R"(/v1/jobs/([a-z0-9]{1,64})/cancel)", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      Principal p = user(req);
+      only_params(req, {});
+      Job j = find(req, p);
+      JobState before = j.state();
+      auto after = reg.update(j.id(), p.tenant, [&](Job& job) {
+        if (is_terminal(job.state()))
+          throw ApiError(409, "already_finished",
+                         "job " + job.id() + " is already " + std::string(to_string(job.state())), "id");
+        before = job.state();
+        return job.transition(JobState::kCancelled, "Cancelled", "cancelled by " + p.token_tenant,
+                              reg.clock().now_ms());
+      });
+      if (!after) throw ApiError(404, "not_found", "no job '" + j.id() + "'", "id");
+      if (before != JobState::kPending) sched.on_cancelled(*after);
+      sched.wake();
+      send_json(res, 200, job_view(*after));
+    }));
+
+    s.Delete(R"(/v1/jobs/([a-z0-9]{1,64}))", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      Principal p = user(req);
+      only_params(req, {});
+      Job j = find(req, p);
+      if (!reg.remove(j.id(), p.tenant)) throw ApiError(404, "not_found", "no job '" + j.id() + "'", "id");
+      send_json(res, 200, {{"deleted", j.id()}});
+    }));
+
+    s.Get(R"(/v1/jobs/([a-z0-9]{1,64})/logs)", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      Principal p = user(req);
+      only_params(req, {"rank", "offset", "follow"});
+      Job j = find(req, p);
+      const int world = j.spec().nodes * j.spec().procs_per_node;
+      const int rank = int(int_param(req, "rank", 0, 0, world - 1));
+      int64_t offset = int_param(req, "offset", 0, 0, INT64_MAX);
+      const bool follow = bool_param(req, "follow");
+      Executor* ex = j.placement ? sched.executor_for(j.placement->region) : nullptr;
+      if (!ex) throw ApiError(404, "no_logs", "job " + j.id() + " has not started; no logs yet", "id");
+      if (!follow) {
+        auto text = ex->logs(j.id(), rank, offset, kMaxLogChunk);
+        if (!text) throw ApiError(404, "no_logs", "no log for rank " + std::to_string(rank) + " yet", "rank");
+        res.set_content(*text, "text/plain");
+        return;
+      }
+      const std::string id = j.id();
+      res.set_chunked_content_provider(
+          "text/plain", [this, ex, id, rank, offset](size_t, httplib::DataSink& sink) mutable {
+            for (int idle = 0; idle < 36000; ++idle) {  // bounded: an hour of 100 ms polls
+              if (!sink.is_writable()) return false;
+              auto chunk = ex->logs(id, rank, offset, 64 * 1024);
+              if (chunk && !chunk->empty()) {
+                offset += int64_t(chunk->size());
+                if (!sink.write(chunk->data(), chunk->size())) return false;
+                idle = 0;
+                continue;
+              }
+              auto job = reg.get(id);
+              if (!job || is_terminal(job->state())) break;
+              std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
+            sink.done();
+            return true;
+          });
+    }));
+
+    s.Post(R"(/v1/jobs/([a-z0-9]{1,64})/status)", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      const std::string id = req.matches[1].str();
+      const std::string header = req.get_header_value("Authorization");
+      auto token = bearer_token(header);
+      if (!token) auth.authenticate(header);  // throws the right 401
+      auto file_principal = auth.lookup(*token);
+      if (file_principal && file_principal->role == Role::kUser)
+        throw ApiError(403, "forbidden", "only worker tokens may push job status", "Authorization");
+      auto j = reg.get(id);
+      if (!file_principal) {
+        if (!j || j->worker_token != *token)
+          throw ApiError(401, "unauthenticated", "unknown token", "Authorization");
+      } else if (!j) {
+        throw ApiError(404, "not_found", "no job '" + id + "'", "id");
+      }
+      only_params(req, {});
+      Progress pr = parse_worker_status(parse_body(req));
+      pr.updated_ms = reg.clock().now_ms();
+      auto after = reg.update(id, kAllTenants, [&](Job& job) {
+        if (is_terminal(job.state()))
+          throw ApiError(409, "already_finished",
+                         "job " + id + " is " + std::string(to_string(job.state())), "id");
+        job.progress = pr;
+        return true;
+      });
+      if (!after) throw ApiError(404, "not_found", "no job '" + id + "'", "id");
+      send_json(res, 200, {{"accepted", true}});
+    }));
+
+    s.Get("/v1/regions", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      user(req);
+      only_params(req, {});
+      json items = json::array();
+      for (const auto& r : sched.regions_now()) {
+        json fc = json::array();
+        for (const auto& f : r.forecast)
+          fc.push_back({{"time", format_rfc3339(f.time_ms)}, {"gco2_per_kwh", f.gco2_per_kwh}});
+        items.push_back({{"name", r.name},
+                         {"intensity_gco2_per_kwh", r.intensity_now},
+                         {"forecast", fc},
+                         {"capacity_nodes", r.capacity_nodes},
+                         {"free_nodes", r.free_nodes},
+                         {"gpus_per_node", r.gpus_per_node},
+                         {"pue", r.pue},
+                         {"executor", r.executor}});
+      }
+      send_json(res, 200, {{"items", items}, {"placer", sched.placer().name()}});
+    }));
+  }
+
+};
+
+ApiServer::ApiServer(Registry& registry, Scheduler& scheduler, const Auth& auth, Metrics& metrics,
+                     ApiOptions options)
+    : impl_(std::make_unique<Impl>(registry, scheduler, auth, metrics, std::move(options))) {}
+ApiServer::~ApiServer() { stop(); }
+
+int ApiServer::bind(const std::string& host, int port) {
+  int bound = port == 0 ? impl_->svr->bind_to_any_port(host) : (impl_->svr->bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
+  return bound;
+}
+
+void ApiServer::serve() {
+  {
+    std::lock_guard<std::mutex> l(impl_->run_mu);
+    if (impl_->stop_requested) return;
+    impl_->serving = true;
+  }
+  impl_->svr->listen_after_bind();
+  impl_->serving = false;
+}
+
+void ApiServer::stop() {
+  {
+    std::lock_guard<std::mutex> l(impl_->run_mu);
+    impl_->stop_requested = true;
+    if (!impl_->serving) return;  // serve() will not start, or has returned
+  }
+  // serve() is in (or about to enter) listen_after_bind: wait until the
+  // server runs, then stop it.
+  while (impl_->serving.load() && !impl_->svr->is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl_->svr->stop();
+}
+
+bool ApiServer::tls() const { return !impl_->opt.tls_cert.empty(); }
+
+}  // namespace controller

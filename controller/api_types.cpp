@@ -1,0 +1,229 @@
+#include "controller/api_types.h"
+
+#include <openssl/sha.h>
+
+#include <cstdio>
+#include <ctime>
+#include <regex>
+#include <set>
+
+namespace controller {
+namespace {
+
+using json = nlohmann::json;
+
+std::string type_name(const json& v) { return v.type_name(); }
+
+[[noreturn]] void bad(const std::string& field, const std::string& msg) {
+  throw ApiError(400, "invalid_field", field + ": " + msg, field);
+}
+
+int64_t get_int(const json& v, const std::string& field, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer() && !v.is_number_unsigned())
+    bad(field, "expected an integer, got " + type_name(v));
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    bad(field, "out of range");
+  int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi)
+    bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                   std::to_string(x));
+  return x;
+}
+
+double get_num(const json& v, const std::string& field, double lo, double hi) {
+  if (!v.is_number()) bad(field, "expected a number, got " + type_name(v));
+  double x = v.get<double>();
+  if (!(x >= lo && x <= hi))
+    bad(field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+
+std::string get_str(const json& v, const std::string& field, size_t max_len) {
+  if (!v.is_string()) bad(field, "expected a string, got " + type_name(v));
+  auto s = v.get<std::string>();
+  if (s.size() > max_len) bad(field, "longer than " + std::to_string(max_len) + " characters");
+  return s;
+}
+
+bool is_dns_label(const std::string& s, size_t max_len) {
+  if (s.empty() || s.size() > max_len) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  return s.front() != '-' && s.back() != '-';
+}
+
+bool is_region_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+json ApiError::to_json() const {
+  return json{{"error", {{"code", code}, {"message", what()}, {"field", field}}}};
+}
+
+json JobSpec::to_json() const {
+  json j{{"name", name},
+         {"image", image},
+         {"worker", worker},
+         {"nodes", nodes},
+         {"procs_per_node", procs_per_node},
+         {"gpus_per_node", gpus_per_node},
+         {"regions", regions},
+         {"home_region", home_region},
+         {"interruptible", interruptible},
+         {"priority", priority},
+         {"max_restarts", max_restarts},
+         {"estimate", {{"duration_s", duration_s}, {"power_watts", power_watts}}}};
+  if (deadline_ms > 0) j["deadline"] = format_rfc3339(deadline_ms);
+  if (max_delay_s >= 0) j["max_delay_s"] = max_delay_s;
+  return j;
+}
+
+JobSpec parse_job_spec(const json& body) {
+  if (!body.is_object())
+    throw ApiError(400, "invalid_body", "the job spec must be a JSON object, got " +
+                                            type_name(body));
+  static const std::set<std::string> known = {
+      "name",    "image",         "worker",        "nodes",        "procs_per_node",
+      "gpus_per_node", "regions", "home_region",   "deadline",     "max_delay_s",
+      "interruptible", "priority", "max_restarts", "estimate"};
+  for (const auto& [k, v] : body.items())
+    if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field '" + k + "'", k);
+
+  JobSpec s;
+  if (!body.contains("name")) throw ApiError(400, "missing_field", "name: required", "name");
+  s.name = get_str(body["name"], "name", 40);
+  if (!is_dns_label(s.name, 40))
+    bad("name", "must be a DNS-1123 label (lowercase letters, digits, '-'; at most 40)");
+  if (body.contains("image")) s.image = get_str(body["image"], "image", 512);
+  if (!body.contains("worker"))
+    throw ApiError(400, "missing_field", "worker: required (the worker's job spec)", "worker");
+  if (!body["worker"].is_object()) bad("worker", "expected an object, got " + type_name(body["worker"]));
+  s.worker = body["worker"];
+  if (s.worker.dump().size() > kMaxWorkerPayload)
+    throw ApiError(413, "payload_too_large", "worker: larger than 64 KiB", "worker");
+  if (body.contains("nodes")) s.nodes = int(get_int(body["nodes"], "nodes", 1, 256));
+  if (body.contains("procs_per_node"))
+    s.procs_per_node = int(get_int(body["procs_per_node"], "procs_per_node", 1, 64));
+  if (body.contains("gpus_per_node"))
+    s.gpus_per_node = int(get_int(body["gpus_per_node"], "gpus_per_node", 0, 16));
+  if (!body.contains("regions"))
+    throw ApiError(400, "missing_field", "regions: required (allowed regions)", "regions");
+  const json& r = body["regions"];
+  if (!r.is_array()) bad("regions", "expected an array of region names, got " + type_name(r));
+  if (r.empty() || r.size() > 64) bad("regions", "must list 1 to 64 regions");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < r.size(); ++i) {
+    std::string f = "regions[" + std::to_string(i) + "]";
+    auto name = get_str(r[i], f, 64);
+    if (!is_region_name(name)) bad(f, "not a region name: '" + name + "'");
+    if (!seen.insert(name).second) bad(f, "duplicate region '" + name + "'");
+    s.regions.push_back(name);
+  }
+  s.home_region = s.regions.front();
+  if (body.contains("home_region")) {
+    s.home_region = get_str(body["home_region"], "home_region", 64);
+    if (!seen.count(s.home_region))
+      bad("home_region", "'" + s.home_region + "' is not one of the allowed regions");
+  }
+  if (body.contains("deadline") && body.contains("max_delay_s"))
+    bad("max_delay_s", "give either deadline or max_delay_s, not both");
+  if (body.contains("deadline")) {
+    auto t = parse_rfc3339(get_str(body["deadline"], "deadline", 64));
+    if (!t) bad("deadline", "expected an RFC 3339 time such as 2026-12-02T18:00:00Z");
+    if (*t <= 0) bad("deadline", "must be after 1970");
+    s.deadline_ms = *t;
+  }
+  if (body.contains("max_delay_s"))
+    s.max_delay_s = get_int(body["max_delay_s"], "max_delay_s", 0, 365LL * 86400);
+  if (body.contains("interruptible")) {
+    if (!body["interruptible"].is_boolean())
+      bad("interruptible", "expected a boolean, got " + type_name(body["interruptible"]));
+    s.interruptible = body["interruptible"].get<bool>();
+  }
+  if (body.contains("priority")) s.priority = int(get_int(body["priority"], "priority", -1000, 1000));
+  if (body.contains("max_restarts"))
+    s.max_restarts = int(get_int(body["max_restarts"], "max_restarts", 0, 100));
+  if (body.contains("estimate")) {
+    const json& e = body["estimate"];
+    if (!e.is_object()) bad("estimate", "expected an object, got " + type_name(e));
+    for (const auto& [k, v] : e.items()) {
+      if (k == "duration_s")
+        s.duration_s = get_num(v, "estimate.duration_s", 1, 365.0 * 86400);
+      else if (k == "power_watts")
+        s.power_watts = get_num(v, "estimate.power_watts", 1, 1e6);
+      else
+        throw ApiError(400, "unknown_field", "unknown field 'estimate." + k + "'", "estimate." + k);
+    }
+  }
+  return s;
+}
+
+JobSpec parse_job_spec_text(std::string_view text) {
+  if (text.size() > kMaxBodyBytes)
+    throw ApiError(413, "payload_too_large", "body larger than 256 KiB");
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ApiError(400, "invalid_json", "the body is not valid JSON");
+  return parse_job_spec(j);
+}
+
+std::optional<int64_t> parse_rfc3339(std::string_view s) {
+  static const std::regex re(
+      R"(^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_match(s.begin(), s.end(), m, re)) return std::nullopt;
+  auto num = [&](int i) { return std::stoi(m[i].str()); };
+  int Y = num(1), M = num(2), D = num(3), h = num(4), mi = num(5), sec = num(6);
+  if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || mi > 59 || sec > 60) return std::nullopt;
+  static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (D > mdays[M - 1]) return std::nullopt;
+  // days from civil (Howard Hinnant's algorithm)
+  int y = Y - (M <= 2);
+  int era = (y >= 0 ? y : y - 399) / 400;
+  unsigned yoe = unsigned(y - era * 400);
+  unsigned doy = (153 * (M + (M > 2 ? -3 : 9)) + 2) / 5 + D - 1;
+  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  int64_t days = int64_t(era) * 146097 + int64_t(doe) - 719468;
+  int64_t ms = ((days * 24 + h) * 60 + mi) * 60000LL + sec * 1000LL;
+  if (m[7].matched) {
+    std::string frac = m[7].str().substr(1);
+    while (frac.size() < 3) frac += '0';
+    ms += std::stoi(frac.substr(0, 3));
+  }
+  std::string tz = m[8].str();
+  if (tz != "Z" && tz != "z") {
+    int off = (std::stoi(tz.substr(1, 2)) * 60 + std::stoi(tz.substr(4, 2))) * 60000;
+    ms -= tz[0] == '+' ? off : -off;
+  }
+  return ms;
+}
+
+std::string format_rfc3339(int64_t unix_ms) {
+  std::time_t t = std::time_t(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                int(unix_ms % 1000));
+  return buf;
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : md) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
+}  // namespace controller

@@ -1,0 +1,75 @@
+// REST wire types: the job spec users submit, and the one error shape.
+//
+// Contract of parse_job_spec():
+//   - the body must be a JSON object (YAML is converted by the CLI first);
+//   - every field is checked for type and range; an unknown field is an
+//     error naming it ("nodez" -> field "nodez"); nested objects name the
+//     path ("estimate.duration_s");
+//   - structural problems are 400 "invalid_field"/"unknown_field"/"missing_field";
+//     the spec is then self-consistent (home_region in regions, ...), and
+//     anything that needs the controller's configuration (known regions,
+//     capacity) is checked later by the API and reported as 422;
+//   - `worker` is passed to the worker unchanged (docs/worker-controller.md),
+//     it must be an object no larger than kMaxWorkerPayload bytes.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace controller {
+
+// An error the API renders as {"error": {"code", "message", "field"}}.
+struct ApiError : std::runtime_error {
+  int status;          // HTTP status: 400, 401, 403, 404, 409, 413, 422, 429
+  std::string code;    // machine word: "invalid_field", "not_found", ...
+  std::string field;   // offending field, flag or parameter ("" if none)
+  ApiError(int status, std::string code, std::string message, std::string field = "")
+      : std::runtime_error(std::move(message)), status(status), code(std::move(code)),
+        field(std::move(field)) {}
+  nlohmann::json to_json() const;
+};
+
+inline constexpr size_t kMaxWorkerPayload = 64 * 1024;
+inline constexpr size_t kMaxBodyBytes = 256 * 1024;
+
+struct JobSpec {
+  std::string name;                  // DNS-1123 label, 1..40 chars
+  std::string image;                 // worker image (kubernetes executor)
+  nlohmann::json worker = nlohmann::json::object();  // the worker's job.json
+  int nodes = 1;                     // 1..256
+  int procs_per_node = 1;            // 1..64
+  int gpus_per_node = 0;             // 0..16
+  std::vector<std::string> regions;  // allowed regions (non-empty)
+  std::string home_region;           // default: regions[0]; must be in regions
+  int64_t deadline_ms = 0;           // unix ms, 0 = none (from RFC 3339 "deadline")
+  int64_t max_delay_s = -1;          // -1 = none; mutually exclusive with deadline
+  bool interruptible = false;
+  int priority = 0;                  // -1000..1000, higher first
+  int max_restarts = 3;              // 0..100
+  double duration_s = 3600;          // estimate.duration_s  (placement input)
+  double power_watts = 300;          // estimate.power_watts per node
+
+  // Canonical JSON (every field, defaults filled in). parse_job_spec of this
+  // yields an equal spec.
+  nlohmann::json to_json() const;
+};
+
+// Parses and validates a submitted spec (see the contract above). Throws ApiError.
+JobSpec parse_job_spec(const nlohmann::json& body);
+// Parses text as JSON then calls parse_job_spec. Throws ApiError (400
+// "invalid_json" for a syntax error, 413 for more than kMaxBodyBytes).
+JobSpec parse_job_spec_text(std::string_view text);
+
+// RFC 3339 UTC ("2026-12-02T17:00:00Z", optional fraction and +hh:mm offset)
+// -> unix ms; nullopt when malformed.
+std::optional<int64_t> parse_rfc3339(std::string_view s);
+std::string format_rfc3339(int64_t unix_ms);
+
+// Hex SHA-256.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace controller

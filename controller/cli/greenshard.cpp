@@ -1,0 +1,406 @@
+// greenshard: the command-line client of greenshard-controller.
+//
+//   greenshard [--server URL] [--token T] [--config FILE] [--output table|json] COMMAND
+//   submit FILE|-  list  get ID  cancel ID  delete ID  logs ID [-f] [--rank R]  watch ID  regions
+//
+// Server and token: flags, else $GREENSHARD_SERVER / $GREENSHARD_TOKEN, else
+// the config file (--config, $GREENSHARD_CONFIG, ~/.config/greenshard/config.yaml:
+// "server: URL", "token: T", "ca_file: PATH").
+//
+// Exit codes (scripts rely on them):
+//   0 ok · 1 other error · 2 usage (flag, file, spec syntax) · 3 cannot reach
+//   the server · 4 unauthenticated/forbidden (401/403) · 5 not found (404) ·
+//   6 conflict (409) · 7 rejected request (400/413/422) · 8 quota (429) ·
+//   9 server error (5xx) · 10 the watched job ended FAILED or CANCELLED.
+// Errors go to stderr as "greenshard: <message> [field: <field>]".
+#include <httplib.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+using json = nlohmann::json;
+
+namespace {
+
+struct Exit {
+  int code;
+  std::string message;
+};
+
+[[noreturn]] void fail(int code, const std::string& msg) { throw Exit{code, msg}; }
+
+int exit_for_status(int status) {
+  switch (status) {
+    case 401: case 403: return 4;
+    case 404: return 5;
+    case 409: return 6;
+    case 400: case 413: case 422: return 7;
+    case 429: return 8;
+    default: return status >= 500 ? 9 : 1;
+  }
+}
+
+json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return nullptr;
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& x : n) a.push_back(yaml_to_json(x));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string s = n.Scalar();
+      if (n.Tag() == "!") return s;  // quoted: a string
+      if (s == "true" || s == "True") return true;
+      if (s == "false" || s == "False") return false;
+      if (s == "null" || s == "~") return nullptr;
+      char* end = nullptr;
+      errno = 0;
+      long long i = std::strtoll(s.c_str(), &end, 10);
+      if (!s.empty() && *end == '\0' && errno == 0) return i;
+      double d = std::strtod(s.c_str(), &end);
+      if (!s.empty() && *end == '\0' && std::isfinite(d)) return d;
+      return s;
+    }
+    default: return nullptr;
+  }
+}
+
+std::string read_input(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path);
+    if (!in) fail(2, "FILE: cannot read '" + path + "'");
+    ss << in.rdbuf();
+  }
+  return ss.str();
+}
+
+// JSON or YAML text -> JSON (exit 2 naming the file on a syntax error).
+json parse_spec_file(const std::string& path) {
+  std::string text = read_input(path);
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_discarded()) return j;
+  try {
+    return yaml_to_json(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    fail(2, "FILE: '" + path + "' is neither JSON nor YAML: " + e.what());
+  }
+}
+
+struct Conn {
+  std::string server, token, ca_file;
+  std::string output = "table";
+
+  httplib::Client client() const {
+    httplib::Client c(server);
+    if (!c.is_valid()) fail(2, "--server: not a URL: '" + server + "'");
+    if (!token.empty()) c.set_bearer_token_auth(token);
+    if (!ca_file.empty()) c.set_ca_cert_path(ca_file.c_str());
+    c.set_connection_timeout(std::chrono::seconds(5));
+    c.set_read_timeout(std::chrono::seconds(60));
+    return c;
+  }
+
+  // Checks a response; returns its JSON body.
+  json check(const httplib::Result& r) const {
+    if (!r) fail(3, "cannot reach " + server + ": " + httplib::to_string(r.error()));
+    json body = json::parse(r->body, nullptr, false);
+    if (r->status >= 400) {
+      std::string msg = "HTTP " + std::to_string(r->status);
+      if (!body.is_discarded() && body.contains("error")) {
+        const auto& e = body["error"];
+        msg = e.value("message", msg);
+        if (!e.value("field", "").empty()) msg += " [field: " + e.value("field", "") + "]";
+      }
+      fail(exit_for_status(r->status), msg);
+    }
+    return body.is_discarded() ? json::object() : body;
+  }
+
+  json get(const std::string& path) const {
+    auto c = client();
+    return check(c.Get(path));
+  }
+  json post(const std::string& path, const json& body, const httplib::Headers& h = {}) const {
+    auto c = client();
+    return check(c.Post(path, h, body.dump(), "application/json"));
+  }
+};
+
+std::string str(const json& j, const char* k, const std::string& def = "") {
+  return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : def;
+}
+
+std::string fmt_duration(double s) {
+  if (!(s >= 0) || !std::isfinite(s)) return "?";
+  long t = long(s);
+  char b[32];
+  if (t >= 3600) std::snprintf(b, sizeof b, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else if (t >= 60) std::snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
+  else std::snprintf(b, sizeof b, "%lds", t);
+  return b;
+}
+
+void print_job(const Conn& c, const json& j) {
+  if (c.output == "json") {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("id:        %s\n", str(j, "id").c_str());
+  std::printf("name:      %s\n", j["spec"].value("name", "").c_str());
+  std::printf("tenant:    %s\n", str(j, "tenant").c_str());
+  std::printf("state:     %s\n", str(j, "state").c_str());
+  if (j["placement"].is_object()) {
+    const auto& p = j["placement"];
+    std::printf("region:    %s (%s)\n", p.value("region", "").c_str(), p.value("policy", "").c_str());
+    std::printf("why:       %s\n", p.value("explanation", "").c_str());
+  }
+  const auto& pr = j["progress"];
+  if (pr.value("total_steps", 0) > 0)
+    std::printf("progress:  step %lld/%lld, loss %.4g, %.0f tokens/s, ETA %s\n",
+                (long long)pr.value("step", 0LL), (long long)pr.value("total_steps", 0LL),
+                pr.value("loss", 0.0), pr.value("tokens_per_s", 0.0), fmt_duration(pr.value("eta_s", 0.0)).c_str());
+  std::printf("emissions: %.4g gCO2e (%.4g J)\n", j["energy"].value("total_grams", 0.0),
+              j["energy"].value("joules", 0.0));
+  std::printf("restarts:  %d\n", j.value("recovery_count", 0));
+  if (!str(j, "failure_reason").empty()) std::printf("failure:   %s\n", str(j, "failure_reason").c_str());
+}
+
+std::string url_escape(const std::string& s) { return httplib::detail::encode_query_param(s); }
+
+void check_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) fail(2, "ID: expected a job id");
+  for (char ch : id)
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'))) fail(2, "ID: '" + id + "' is not a job id");
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"greenshard: submit and follow carbon-aware training jobs"};
+  app.require_subcommand(1);
+  Conn c;
+  std::string config_file;
+  app.add_option("--server,-s", c.server, "controller URL (env GREENSHARD_SERVER)");
+  app.add_option("--token,-t", c.token, "bearer token (env GREENSHARD_TOKEN)");
+  app.add_option("--ca-file", c.ca_file, "CA certificate for https");
+  app.add_option("--config", config_file, "config file (env GREENSHARD_CONFIG)");
+  app.add_option("--output,-o", c.output, "table | json")->check(CLI::IsMember({"table", "json"}));
+
+  std::string file, id, key, state;
+  int limit = 100, rank = 0;
+  bool follow = false, all = false;
+  double interval = 2;
+  auto* submit = app.add_subcommand("submit", "submit a job spec (YAML or JSON; '-' = stdin)");
+  submit->add_option("FILE", file)->required();
+  submit->add_option("--idempotency-key", key, "resubmitting with the same key returns the same job");
+  auto* list = app.add_subcommand("list", "list jobs");
+  list->add_option("--state", state, "only this state");
+  list->add_option("--limit", limit, "page size")->check(CLI::Range(1, 1000));
+  list->add_flag("--all", all, "follow every page");
+  auto* get = app.add_subcommand("get", "show one job");
+  get->add_option("ID", id)->required();
+  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  cancel->add_option("ID", id)->required();
+  auto* del = app.add_subcommand("delete", "delete a finished job");
+  del->add_option("ID", id)->required();
+  auto* logs = app.add_subcommand("logs", "print a rank's log");
+  logs->add_option("ID", id)->required();
+  logs->add_option("--rank,-r", rank, "rank")->check(CLI::NonNegativeNumber);
+  logs->add_flag("--follow,-f", follow, "stream until the job ends");
+  auto* watch = app.add_subcommand("watch", "follow a job's progress until it ends");
+  watch->add_option("ID", id)->required();
+  watch->add_option("--interval", interval, "seconds between polls")->check(CLI::Range(0.05, 3600.0));
+  auto* regions = app.add_subcommand("regions", "regions: intensity, forecast, capacity");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  // Server and token: flag > env > config file.
+  if (config_file.empty() && std::getenv("GREENSHARD_CONFIG")) config_file = std::getenv("GREENSHARD_CONFIG");
+  bool explicit_config = !config_file.empty();
+  if (config_file.empty() && std::getenv("HOME"))
+    config_file = std::string(std::getenv("HOME")) + "/.config/greenshard/config.yaml";
+  if (c.server.empty() && std::getenv("GREENSHARD_SERVER")) c.server = std::getenv("GREENSHARD_SERVER");
+  if (c.token.empty() && std::getenv("GREENSHARD_TOKEN")) c.token = std::getenv("GREENSHARD_TOKEN");
+  if (c.server.empty() || c.token.empty()) {
+    std::ifstream in(config_file);
+    if (!in && explicit_config) fail(2, "--config: cannot read '" + config_file + "'");
+    if (in) {
+      try {
+        YAML::Node cfg = YAML::LoadFile(config_file);
+        for (const auto& kv : cfg) {
+          auto k = kv.first.as<std::string>();
+          if (k != "server" && k != "token" && k != "ca_file")
+            fail(2, "--config: " + config_file + ": unknown key '" + k + "'");
+        }
+        if (c.server.empty() && cfg["server"]) c.server = cfg["server"].as<std::string>();
+        if (c.token.empty() && cfg["token"]) c.token = cfg["token"].as<std::string>();
+        if (c.ca_file.empty() && cfg["ca_file"]) c.ca_file = cfg["ca_file"].as<std::string>();
+      } catch (const YAML::Exception& e) {
+        fail(2, "--config: " + config_file + ": " + e.what());
+      }
+    }
+  }
+  if (c.server.empty()) fail(2, "--server: required (or GREENSHARD_SERVER, or server: in the config file)");
+  while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
+
+  if (*submit) {
+    json spec = parse_spec_file(file);
+    if (!spec.is_object()) fail(2, "FILE: the job spec must be a mapping");
+    httplib::Headers h;
+    if (!key.empty()) h.emplace("Idempotency-Key", key);
+    json j = c.post("/v1/jobs", spec, h);
+    if (c.output == "json") std::cout << j.dump(2) << "\n";
+    else std::printf("%s %s\n", str(j, "id").c_str(), str(j, "state").c_str());
+    return 0;
+  }
+  if (*list) {
+    std::string q = "/v1/jobs?limit=" + std::to_string(limit);
+    if (!state.empty()) q += "&state=" + url_escape(state);
+    std::string cont;
+    json all_items = json::array();
+    if (c.output == "table") std::printf("%-17s %-24s %-11s %-10s %s\n", "ID", "NAME", "STATE", "REGION", "GCO2E");
+    do {
+      json page = c.get(q + (cont.empty() ? "" : "&continue=" + url_escape(cont)));
+      for (const auto& j : page["items"]) {
+        all_items.push_back(j);
+        if (c.output == "table")
+          std::printf("%-17s %-24s %-11s %-10s %.4g\n", str(j, "id").c_str(), j["spec"].value("name", "").c_str(),
+                      str(j, "state").c_str(),
+                      j["placement"].is_object() ? j["placement"].value("region", "").c_str() : "-",
+                      j["energy"].value("total_grams", 0.0));
+      }
+      cont = str(page, "continue");
+    } while (all && !cont.empty());
+    if (c.output == "json") std::cout << json{{"items", all_items}, {"continue", cont}}.dump(2) << "\n";
+    return 0;
+  }
+  if (*get) {
+    check_id(id);
+    print_job(c, c.get("/v1/jobs/" + id));
+    return 0;
+  }
+  if (*cancel) {
+    check_id(id);
+    json j = c.post("/v1/jobs/" + id + "/cancel", json::object());
+    if (c.output == "json") std::cout << j.dump(2) << "\n";
+    else std::printf("%s %s\n", id.c_str(), str(j, "state").c_str());
+    return 0;
+  }
+  if (*del) {
+    check_id(id);
+    auto cl = c.client();
+    json j = c.check(cl.Delete("/v1/jobs/" + id));
+    if (c.output == "json") std::cout << j.dump(2) << "\n";
+    else std::printf("%s deleted\n", id.c_str());
+    return 0;
+  }
+  if (*logs) {
+    check_id(id);
+    std::string path = "/v1/jobs/" + id + "/logs?rank=" + std::to_string(rank) + (follow ? "&follow=true" : "");
+    auto cl = c.client();
+    cl.set_read_timeout(std::chrono::hours(1));
+    std::string err_body;
+    int status = 0;
+    auto r = cl.Get(
+        path, httplib::Headers{},
+        [&](const httplib::Response& res) {
+          status = res.status;
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          if (status >= 400) err_body.append(data, n);
+          else {
+            std::fwrite(data, 1, n, stdout);
+            std::fflush(stdout);
+          }
+          return true;
+        });
+    if (!r) fail(3, "cannot reach " + c.server + ": " + httplib::to_string(r.error()));
+    if (status >= 400) {
+      r->body = err_body;
+      c.check(r);
+    }
+    return 0;
+  }
+  if (*watch) {
+    check_id(id);
+    const bool tty = isatty(1) && c.output == "table";
+    for (;;) {
+      json j = c.get("/v1/jobs/" + id);
+      const std::string st = str(j, "state");
+      if (c.output == "json") {
+        std::cout << j.dump() << "\n" << std::flush;
+      } else {
+        const auto& p = j["progress"];
+        long long step = p.value("step", 0LL), total = p.value("total_steps", 0LL);
+        double frac = total > 0 ? double(step) / double(total) : 0;
+        int w = 24, filled = int(frac * w + 0.5);
+        std::string bar = "[" + std::string(size_t(filled), '#') + std::string(size_t(w - filled), '-') + "]";
+        std::printf("%s%-10s %s %3.0f%% step %lld/%lld loss %.4g %.0f tok/s ETA %s %.4g gCO2e%s",
+                    tty ? "\r" : "", st.c_str(), bar.c_str(), frac * 100, step, total, p.value("loss", 0.0),
+                    p.value("tokens_per_s", 0.0), fmt_duration(p.value("eta_s", 0.0)).c_str(),
+                    j["energy"].value("total_grams", 0.0), tty ? "   " : "\n");
+        std::fflush(stdout);
+      }
+      if (st == "SUCCEEDED" || st == "FAILED" || st == "CANCELLED") {
+        if (tty) std::printf("\n");
+        if (st != "SUCCEEDED") {
+          std::string why = str(j, "failure_reason");
+          fail(10, "job " + id + " ended " + st + (why.empty() ? "" : ": " + why));
+        }
+        return 0;
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    }
+  }
+  if (*regions) {
+    json r = c.get("/v1/regions");
+    if (c.output == "json") {
+      std::cout << r.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("%-12s %10s %6s %10s %5s %s\n", "REGION", "GCO2/KWH", "PUE", "FREE/CAP", "GPUS", "EXECUTOR");
+    for (const auto& x : r["items"])
+      std::printf("%-12s %10.1f %6.2f %4d/%-5d %5d %s\n", str(x, "name").c_str(),
+                  x.value("intensity_gco2_per_kwh", 0.0), x.value("pue", 1.0), x.value("free_nodes", 0),
+                  x.value("capacity_nodes", 0), x.value("gpus_per_node", 0), str(x, "executor").c_str());
+    return 0;
+  }
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Exit& e) {
+    std::fprintf(stderr, "greenshard: %s\n", e.message.c_str());
+    return e.code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "greenshard: %s\n", e.what());
+    return 1;
+  }
+}

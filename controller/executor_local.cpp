@@ -1,0 +1,361 @@
+// Local executor: the gang as greenshard-worker processes on this host.
+//
+// Layout per job: <data_dir>/jobs/<id>/{job.json, summary.json, ckpt/,
+// logs/rank-<r>.log}. Every rank of a gang is in one process group (the
+// first rank's pid), so signals reach the whole gang; each rank gets
+// PR_SET_PDEATHSIG(SIGTERM), so if the controller dies the gang checkpoints
+// and exits instead of running unwatched; the restarted controller then
+// restarts it from that checkpoint (adopt() returns false).
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "controller/executor.h"
+
+extern char** environ;
+
+namespace controller {
+
+std::string_view to_string(GangPhase p) {
+  switch (p) {
+    case GangPhase::kStarting: return "starting";
+    case GangPhase::kRunning: return "running";
+    case GangPhase::kSucceeded: return "succeeded";
+    case GangPhase::kPreempted: return "preempted";
+    case GangPhase::kConfigError: return "config-error";
+    case GangPhase::kFailed: return "failed";
+    case GangPhase::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+int pick_free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket: " + std::string(std::strerror(errno)));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("bind: " + std::string(std::strerror(errno)));
+  }
+  int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+std::string describe(int status) {
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+struct Rank {
+  pid_t pid = -1;
+  bool exited = false;
+  int status = 0;
+};
+
+struct Gang {
+  std::string dir;
+  pid_t pgid = -1;
+  std::vector<Rank> ranks;
+  bool failed = false;       // a rank failed; the rest were killed
+  std::string failure;
+  bool stopping = false;
+  SteadyClock::time_point kill_at{};
+  bool killed = false;
+};
+
+class LocalExecutor final : public Executor {
+ public:
+  explicit LocalExecutor(LocalExecutorOptions o) : opt_(std::move(o)) {}
+  ~LocalExecutor() override {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [id, g] : gangs_) {
+      ::kill(-g.pgid, SIGKILL);
+      for (auto& r : g.ranks)
+        if (!r.exited) ::waitpid(r.pid, &r.status, 0);
+    }
+  }
+
+  std::string kind() const override { return "local"; }
+
+  GangStatus start(const GangSpec& gs) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (gangs_.count(gs.job_id)) throw std::runtime_error("gang " + gs.job_id + " is already running");
+    Gang g;
+    g.dir = job_dir(gs.job_id);
+    fs::create_directories(g.dir + "/logs");
+    fs::create_directories(g.dir + "/ckpt");
+    {
+      std::ofstream out(g.dir + "/job.json", std::ios::trunc);
+      out << gs.spec.worker.dump(2) << "\n";
+      if (!out) throw std::runtime_error("cannot write " + g.dir + "/job.json");
+    }
+    std::error_code ec;
+    fs::remove(g.dir + "/summary.json", ec);
+    const int world = gs.spec.nodes * gs.spec.procs_per_node;
+    const int port = pick_free_port();
+
+    std::map<std::string, std::string> base;
+    for (char** e = environ; e && *e; ++e) {
+      std::string kv(*e);
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) base[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const char* v : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                          "LOCAL_WORLD_SIZE"})
+      base.erase(v);
+    base["MASTER_ADDR"] = "127.0.0.1";
+    base["MASTER_PORT"] = std::to_string(port);
+    base["WORLD_SIZE"] = std::to_string(world);
+    base["LOCAL_WORLD_SIZE"] = std::to_string(world);
+    base["GREENSHARD_JOB_ID"] = gs.job_id;
+    base["GREENSHARD_CHECKPOINT_DIR"] = g.dir + "/ckpt";
+    base["GREENSHARD_SUMMARY_PATH"] = g.dir + "/summary.json";
+    base["GREENSHARD_METRICS_PORT"] = "0";
+    base["GREENSHARD_REGION"] = gs.region;
+    base["GREENSHARD_GRID_INTENSITY"] = std::to_string(gs.intensity);
+    base["GREENSHARD_PUE"] = std::to_string(gs.pue);
+    base["GREENSHARD_STATUS_URL"] = gs.status_url;
+    base["GREENSHARD_STATUS_TOKEN"] = gs.status_token;
+    if (!gs.intensity_url.empty()) base["GREENSHARD_INTENSITY_URL"] = gs.intensity_url;
+
+    std::vector<std::string> argv_s = {opt_.worker_path, "--config", g.dir + "/job.json"};
+    for (const auto& a : opt_.extra_args) argv_s.push_back(a);
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    const pid_t parent = ::getpid();
+    for (int r = 0; r < world; ++r) {
+      auto env_map = base;
+      env_map["RANK"] = std::to_string(r);
+      env_map["LOCAL_RANK"] = std::to_string(r);
+      std::vector<std::string> env_s;
+      for (auto& [k, v] : env_map) env_s.push_back(k + "=" + v);
+      std::vector<char*> envp;
+      for (auto& e : env_s) envp.push_back(e.data());
+      envp.push_back(nullptr);
+      std::string log = g.dir + "/logs/rank-" + std::to_string(r) + ".log";
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        kill_and_reap(g);
+        throw std::runtime_error("cannot open " + log + ": " + std::strerror(errno));
+      }
+      std::string banner = "=== greenshard: attempt " + std::to_string(gs.attempt) + ", rank " +
+                           std::to_string(r) + "/" + std::to_string(world) + " ===\n";
+      (void)!::write(fd, banner.data(), banner.size());
+      const pid_t pgid = g.pgid;
+      pid_t pid = ::fork();
+      if (pid < 0) {
+        ::close(fd);
+        kill_and_reap(g);
+        throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+      }
+      if (pid == 0) {
+        ::setpgid(0, pgid > 0 ? pgid : 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) ::_exit(125);
+        int devnull = ::open("/dev/null", O_RDONLY);
+        if (devnull >= 0) ::dup2(devnull, 0);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        if (::chdir(g.dir.c_str()) != 0) ::_exit(126);
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        ::execve(argv[0], argv.data(), envp.data());
+        const char msg[] = "greenshard: cannot execute the worker\n";
+        (void)!::write(2, msg, sizeof msg - 1);
+        ::_exit(127);
+      }
+      ::close(fd);
+      if (g.pgid < 0) g.pgid = pid;
+      ::setpgid(pid, g.pgid);
+      g.ranks.push_back({pid});
+    }
+    GangStatus st;
+    st.phase = GangPhase::kRunning;
+    st.runtime = runtime_of(g);
+    gangs_.emplace(gs.job_id, std::move(g));
+    return st;
+  }
+
+  GangStatus poll(const std::string& id) override {
+    std::lock_guard<std::mutex> l(mu_);
+    GangStatus st;
+    auto it = gangs_.find(id);
+    if (it == gangs_.end()) {
+      st.phase = GangPhase::kUnknown;
+      st.message = "no such gang on this host";
+      return st;
+    }
+    Gang& g = it->second;
+    advance(g);
+    st.runtime = runtime_of(g);
+    bool all = true;
+    for (auto& r : g.ranks) all = all && r.exited;
+    if (!all) {
+      st.phase = GangPhase::kRunning;
+      return st;
+    }
+    st.summary = read_summary(g.dir + "/summary.json");
+    if (g.failed) {
+      bool config = false;
+      for (auto& r : g.ranks)
+        if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 2) config = true;
+      st.phase = config ? GangPhase::kConfigError : GangPhase::kFailed;
+      st.message = g.failure;
+    } else {
+      std::string state = st.summary.is_object() ? st.summary.value("state", "") : "";
+      st.phase = state == "preempted" || g.stopping ? GangPhase::kPreempted : GangPhase::kSucceeded;
+      st.message = "every rank exited 0" + (state.empty() ? "" : " (summary: " + state + ")");
+    }
+    gangs_.erase(it);
+    return st;
+  }
+
+  void stop(const std::string& id, std::chrono::milliseconds grace) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = gangs_.find(id);
+    if (it == gangs_.end() || it->second.stopping) return;
+    it->second.stopping = true;
+    it->second.kill_at = SteadyClock::now() + grace;
+    ::kill(-it->second.pgid, SIGTERM);
+  }
+
+  void tick() override {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [id, g] : gangs_) advance(g);
+  }
+
+  bool gone(const std::string& id) override {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = gangs_.find(id);
+    if (it == gangs_.end()) return true;
+    advance(it->second);
+    for (auto& r : it->second.ranks)
+      if (!r.exited) return false;
+    if (it->second.stopping) gangs_.erase(it);  // nobody will poll a stopped gang
+    return true;
+  }
+
+  bool adopt(const std::string& id, const nlohmann::json& runtime,
+             std::chrono::milliseconds grace) override {
+    // Processes of a previous controller are not our children: we cannot
+    // wait for them, so we let them checkpoint (SIGTERM), then make sure
+    // they are gone, and the scheduler restarts the gang from checkpoint.
+    if (!runtime.is_object() || !runtime.contains("pgid")) return false;
+    pid_t pgid = runtime.value("pgid", -1);
+    if (pgid <= 1 || !is_our_gang(pgid, id)) return false;
+    ::kill(-pgid, SIGTERM);
+    auto deadline = SteadyClock::now() + grace;
+    while (::kill(-pgid, 0) == 0 && SteadyClock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ::kill(-pgid, SIGKILL);
+    return false;
+  }
+
+  std::optional<std::string> logs(const std::string& id, int rank, int64_t offset,
+                                  int64_t max_bytes) override {
+    std::string path = job_dir(id) + "/logs/rank-" + std::to_string(rank) + ".log";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    in.seekg(0, std::ios::end);
+    int64_t size = in.tellg();
+    if (offset >= size) return std::string();
+    in.seekg(offset);
+    std::string out(size_t(std::min(max_bytes, size - offset)), '\0');
+    in.read(out.data(), std::streamsize(out.size()));
+    out.resize(size_t(in.gcount()));
+    return out;
+  }
+
+ private:
+  std::string job_dir(const std::string& id) const { return opt_.data_dir + "/jobs/" + id; }
+
+  static nlohmann::json runtime_of(const Gang& g) {
+    nlohmann::json pids = nlohmann::json::array();
+    for (auto& r : g.ranks) pids.push_back(r.pid);
+    return {{"executor", "local"}, {"pgid", g.pgid}, {"pids", pids}, {"dir", g.dir}};
+  }
+
+  static nlohmann::json read_summary(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return nullptr;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+    return j.is_discarded() ? nlohmann::json(nullptr) : j;
+  }
+
+  static bool is_our_gang(pid_t pid, const std::string& id) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    if (!in) return false;
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return env.find(std::string("GREENSHARD_JOB_ID=") + id + '\0') != std::string::npos;
+  }
+
+  // Reaps exited ranks; a failed rank takes the gang down; overdue stops
+  // are escalated to SIGKILL.
+  static void advance(Gang& g) {
+    for (size_t r = 0; r < g.ranks.size(); ++r) {
+      Rank& k = g.ranks[r];
+      if (k.exited) continue;
+      pid_t got = ::waitpid(k.pid, &k.status, WNOHANG);
+      if (got == k.pid || (got < 0 && errno == ECHILD)) {
+        k.exited = true;
+        bool ok = WIFEXITED(k.status) && WEXITSTATUS(k.status) == 0;
+        if (!ok && !g.failed && !(g.stopping && WIFSIGNALED(k.status))) {
+          g.failed = true;
+          g.failure = "rank " + std::to_string(r) + " failed: " + describe(k.status);
+          ::kill(-g.pgid, SIGKILL);
+        }
+      }
+    }
+    if (g.stopping && !g.killed && SteadyClock::now() >= g.kill_at) {
+      g.killed = true;
+      ::kill(-g.pgid, SIGKILL);
+    }
+  }
+
+  static void kill_and_reap(Gang& g) {
+    if (g.pgid > 0) ::kill(-g.pgid, SIGKILL);
+    for (auto& r : g.ranks) ::waitpid(r.pid, &r.status, 0);
+  }
+
+  LocalExecutorOptions opt_;
+  std::mutex mu_;
+  std::map<std::string, Gang> gangs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_local_executor(const LocalExecutorOptions& options) {
+  return std::make_unique<LocalExecutor>(options);
+}
+
+}  // namespace controller

@@ -1,0 +1,280 @@
+#include "controller/job.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace controller {
+
+using json = nlohmann::json;
+
+std::string_view to_string(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "PENDING";
+    case JobState::kScheduled: return "SCHEDULED";
+    case JobState::kStarting: return "STARTING";
+    case JobState::kRunning: return "RUNNING";
+    case JobState::kRecovering: return "RECOVERING";
+    case JobState::kSuspended: return "SUSPENDED";
+    case JobState::kSucceeded: return "SUCCEEDED";
+    case JobState::kFailed: return "FAILED";
+    case JobState::kCancelled: return "CANCELLED";
+  }
+  return "UNKNOWN";
+}
+
+std::optional<JobState> parse_state(std::string_view name) {
+  for (JobState s : kAllStates)
+    if (to_string(s) == name) return s;
+  return std::nullopt;
+}
+
+bool is_terminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+bool is_active(JobState s) {
+  return s == JobState::kStarting || s == JobState::kRunning || s == JobState::kRecovering;
+}
+
+bool allowed_transition(JobState from, JobState to) {
+  using S = JobState;
+  if (is_terminal(from) || from == to) return false;
+  if (to == S::kFailed || to == S::kCancelled) return true;  // from any live state
+  switch (from) {
+    case S::kPending: return to == S::kScheduled;
+    case S::kScheduled: return to == S::kStarting || to == S::kPending;
+    case S::kStarting: return to == S::kRunning || to == S::kRecovering;
+    case S::kRunning:
+      return to == S::kSucceeded || to == S::kRecovering || to == S::kSuspended;
+    case S::kRecovering: return to == S::kStarting;
+    case S::kSuspended: return to == S::kStarting;
+    default: return false;
+  }
+}
+
+Job::Job(std::string id, std::string tenant, JobSpec spec, int64_t now_ms)
+    : id_(std::move(id)), tenant_(std::move(tenant)), spec_(std::move(spec)),
+      created_ms_(now_ms), updated_ms_(now_ms) {
+  conditions_.push_back({JobState::kPending, "Submitted", "accepted and stored", now_ms});
+}
+
+bool Job::transition(JobState to, std::string reason, std::string message, int64_t now_ms) {
+  if (!allowed_transition(state_, to)) return false;
+  state_ = to;
+  updated_ms_ = now_ms;
+  conditions_.push_back({to, std::move(reason), std::move(message), now_ms});
+  // Keep the history bounded: the first condition and the most recent ones.
+  constexpr size_t kMaxConditions = 64;
+  if (conditions_.size() > kMaxConditions)
+    conditions_.erase(conditions_.begin() + 1,
+                      conditions_.begin() + 1 + (conditions_.size() - kMaxConditions));
+  return true;
+}
+
+namespace {
+
+json placement_json(const PlacementView& p) {
+  json w = json::array();
+  for (auto [a, b] : p.windows) w.push_back({a, b});
+  return {{"region", p.region},
+          {"policy", p.policy},
+          {"start_ms", p.start_ms},
+          {"windows", w},
+          {"expected_grams", p.expected_grams},
+          {"run_now_home_grams", p.run_now_home_grams},
+          {"explanation", p.explanation},
+          {"cycle", p.cycle}};
+}
+
+PlacementView placement_from(const json& j) {
+  PlacementView p;
+  p.region = j.at("region").get<std::string>();
+  p.policy = j.at("policy").get<std::string>();
+  p.start_ms = j.at("start_ms").get<int64_t>();
+  for (const auto& w : j.at("windows")) p.windows.emplace_back(w.at(0).get<int64_t>(), w.at(1).get<int64_t>());
+  p.expected_grams = j.at("expected_grams").get<double>();
+  p.run_now_home_grams = j.at("run_now_home_grams").get<double>();
+  p.explanation = j.at("explanation").get<std::string>();
+  p.cycle = j.at("cycle").get<int64_t>();
+  return p;
+}
+
+json progress_json(const Progress& p) {
+  return {{"state", p.state},       {"step", p.step},
+          {"total_steps", p.total_steps}, {"tokens", p.tokens},
+          {"loss", p.loss},         {"val_loss", p.val_loss},
+          {"tokens_per_s", p.tokens_per_s}, {"mfu", p.mfu},
+          {"eta_s", p.eta_s},       {"energy_joules", p.energy_joules},
+          {"operational_grams", p.operational_grams},
+          {"embodied_grams", p.embodied_grams}, {"message", p.message},
+          {"updated_ms", p.updated_ms}};
+}
+
+Progress progress_from(const json& j) {
+  Progress p;
+  p.state = j.value("state", "");
+  p.step = j.value("step", int64_t{0});
+  p.total_steps = j.value("total_steps", int64_t{0});
+  p.tokens = j.value("tokens", int64_t{0});
+  p.loss = j.value("loss", 0.0);
+  p.val_loss = j.value("val_loss", 0.0);
+  p.tokens_per_s = j.value("tokens_per_s", 0.0);
+  p.mfu = j.value("mfu", 0.0);
+  p.eta_s = j.value("eta_s", 0.0);
+  p.energy_joules = j.value("energy_joules", 0.0);
+  p.operational_grams = j.value("operational_grams", 0.0);
+  p.embodied_grams = j.value("embodied_grams", 0.0);
+  p.message = j.value("message", "");
+  p.updated_ms = j.value("updated_ms", int64_t{0});
+  return p;
+}
+
+}  // namespace
+
+json Job::to_document() const {
+  json conds = json::array();
+  for (const auto& c : conditions_)
+    conds.push_back({{"state", to_string(c.state)}, {"reason", c.reason},
+                     {"message", c.message}, {"time_ms", c.time_ms}});
+  json d{{"id", id_},
+         {"tenant", tenant_},
+         {"spec", spec_.to_json()},
+         {"state", to_string(state_)},
+         {"created_ms", created_ms_},
+         {"updated_ms", updated_ms_},
+         {"conditions", conds},
+         {"progress", progress_json(progress)},
+         {"recovery_count", recovery_count},
+         {"failure_reason", failure_reason},
+         {"idempotency_key", idempotency_key},
+         {"body_hash", body_hash},
+         {"worker_token", worker_token},
+         {"next_attempt_ms", next_attempt_ms},
+         {"runtime", runtime}};
+  if (placement) d["placement"] = placement_json(*placement);
+  return d;
+}
+
+Job Job::from_document(const json& d) {
+  try {
+    Job j;
+    j.id_ = d.at("id").get<std::string>();
+    j.tenant_ = d.at("tenant").get<std::string>();
+    j.spec_ = parse_job_spec(d.at("spec"));
+    auto st = parse_state(d.at("state").get<std::string>());
+    if (!st) throw std::runtime_error("unknown state '" + d.at("state").get<std::string>() + "'");
+    j.state_ = *st;
+    j.created_ms_ = d.at("created_ms").get<int64_t>();
+    j.updated_ms_ = d.at("updated_ms").get<int64_t>();
+    for (const auto& c : d.at("conditions")) {
+      auto cs = parse_state(c.at("state").get<std::string>());
+      if (!cs) throw std::runtime_error("unknown condition state");
+      j.conditions_.push_back({*cs, c.at("reason").get<std::string>(),
+                               c.at("message").get<std::string>(), c.at("time_ms").get<int64_t>()});
+    }
+    j.progress = progress_from(d.value("progress", json::object()));
+    j.recovery_count = d.value("recovery_count", 0);
+    j.failure_reason = d.value("failure_reason", "");
+    j.idempotency_key = d.value("idempotency_key", "");
+    j.body_hash = d.value("body_hash", "");
+    j.worker_token = d.value("worker_token", "");
+    j.next_attempt_ms = d.value("next_attempt_ms", int64_t{0});
+    j.runtime = d.value("runtime", json::object());
+    if (d.contains("placement")) j.placement = placement_from(d["placement"]);
+    return j;
+  } catch (const ApiError& e) {
+    throw std::runtime_error(std::string("job document: spec: ") + e.what());
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("job document: ") + e.what());
+  }
+}
+
+Progress parse_worker_status(const json& b) {
+  if (!b.is_object()) throw ApiError(400, "invalid_body", "the status must be a JSON object");
+  Progress p;
+  auto num = [&](const std::string& k, double& out) {
+    const json& v = b[k];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      throw ApiError(400, "invalid_field", k + ": expected a finite number >= 0", k);
+    out = v.get<double>();
+  };
+  auto integer = [&](const std::string& k, int64_t& out) {
+    const json& v = b[k];
+    if (!(v.is_number_integer() || v.is_number_unsigned()) || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) ||
+        v.get<int64_t>() < 0)
+      throw ApiError(400, "invalid_field", k + ": expected an integer >= 0", k);
+    out = v.get<int64_t>();
+  };
+  for (const auto& [k, v] : b.items()) {
+    // null: "not known yet" (e.g. val_loss before the first evaluation).
+    if (v.is_null() && k != "state" && k != "message") continue;
+    if (k == "state") {
+      const bool ok = v.is_string() && (v == "running" || v == "succeeded" || v == "preempted" || v == "failed");
+      if (!ok) throw ApiError(400, "invalid_field", "state: expected running, succeeded, preempted or failed", "state");
+      p.state = v.get<std::string>();
+    } else if (k == "step") integer(k, p.step);
+    else if (k == "total_steps") integer(k, p.total_steps);
+    else if (k == "tokens") integer(k, p.tokens);
+    else if (k == "loss") num(k, p.loss);
+    else if (k == "val_loss") num(k, p.val_loss);
+    else if (k == "tokens_per_s") num(k, p.tokens_per_s);
+    else if (k == "mfu") num(k, p.mfu);
+    else if (k == "eta_s") num(k, p.eta_s);
+    else if (k == "energy_joules") num(k, p.energy_joules);
+    else if (k == "operational_grams") num(k, p.operational_grams);
+    else if (k == "embodied_grams") num(k, p.embodied_grams);
+    else if (k == "message") {
+      if (!v.is_string() || v.get<std::string>().size() > 4096)
+        throw ApiError(400, "invalid_field", "message: expected a string of at most 4096 bytes", "message");
+      p.message = v.get<std::string>();
+    } else {
+      throw ApiError(400, "unknown_field", "unknown field '" + k + "'", k);
+    }
+  }
+  if (p.state.empty()) throw ApiError(400, "missing_field", "state: required", "state");
+  return p;
+}
+
+json job_view(const Job& job) {
+  json conds = json::array();
+  for (const auto& c : job.conditions())
+    conds.push_back({{"state", to_string(c.state)}, {"reason", c.reason},
+                     {"message", c.message}, {"time", format_rfc3339(c.time_ms)}});
+  json v{{"id", job.id()},
+         {"tenant", job.tenant()},
+         {"state", to_string(job.state())},
+         {"spec", job.spec().to_json()},
+         {"created", format_rfc3339(job.created_ms())},
+         {"updated", format_rfc3339(job.updated_ms())},
+         {"conditions", conds},
+         {"recovery_count", job.recovery_count},
+         {"failure_reason", job.failure_reason},
+         {"placement", nullptr}};
+  if (job.placement) {
+    const auto& p = *job.placement;
+    json w = json::array();
+    for (auto [a, b] : p.windows) w.push_back({{"start", format_rfc3339(a)}, {"end", format_rfc3339(b)}});
+    v["placement"] = {{"region", p.region},
+                      {"policy", p.policy},
+                      {"start", format_rfc3339(p.start_ms)},
+                      {"windows", w},
+                      {"expected_grams", p.expected_grams},
+                      {"run_now_home_grams", p.run_now_home_grams},
+                      {"grams_avoided", p.run_now_home_grams - p.expected_grams},
+                      {"explanation", p.explanation},
+                      {"cycle", p.cycle}};
+  }
+  const auto& pr = job.progress;
+  v["progress"] = {{"state", pr.state},         {"step", pr.step},
+                   {"total_steps", pr.total_steps}, {"tokens", pr.tokens},
+                   {"loss", pr.loss},           {"val_loss", pr.val_loss},
+                   {"tokens_per_s", pr.tokens_per_s}, {"mfu", pr.mfu},
+                   {"eta_s", pr.eta_s},         {"message", pr.message}};
+  v["energy"] = {{"joules", pr.energy_joules},
+                 {"operational_grams", pr.operational_grams},
+                 {"embodied_grams", pr.embodied_grams},
+                 {"total_grams", pr.operational_grams + pr.embodied_grams}};
+  return v;
+}
+
+}  // namespace controller

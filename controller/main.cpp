@@ -1,0 +1,148 @@
+// greenshard-controller: flags/env -> wiring -> listen.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "controller/api.h"
+#include "controller/executor_k8s.h"
+
+using namespace controller;
+
+int main(int argc, char** argv) {
+  CLI::App app{"greenshard-controller: REST job API, durable store, carbon-aware scheduler"};
+  std::string host = "127.0.0.1", data_dir = "greenshard-data", tokens, regions_file, worker,
+              tls_cert, tls_key, port_file, placer_name = "auto", advertise;
+  int port = 8080, cycle_ms = 1000, threads = 16, max_live = 100000;
+  int64_t grace_ms = 30000, backoff_ms = 1000;
+  app.add_option("--host", host, "address to listen on")->envname("GREENSHARD_HOST");
+  app.add_option("--port", port, "port (0 = any free port; see --port-file)")
+      ->check(CLI::Range(0, 65535))->envname("GREENSHARD_PORT");
+  app.add_option("--port-file", port_file, "write the bound port here once listening");
+  app.add_option("--data-dir", data_dir, "job store and local job files")->envname("GREENSHARD_DATA_DIR");
+  app.add_option("--tokens", tokens, "tokens file: token,tenant,role per line")
+      ->required()->envname("GREENSHARD_TOKENS_FILE");
+  app.add_option("--regions", regions_file, "regions YAML (default: one local region)")
+      ->envname("GREENSHARD_REGIONS_FILE");
+  app.add_option("--worker", worker, "greenshard-worker binary (default: next to this one)");
+  app.add_option("--tls-cert", tls_cert, "PEM certificate (HTTPS when given with --tls-key)");
+  app.add_option("--tls-key", tls_key, "PEM private key");
+  app.add_option("--cycle-ms", cycle_ms, "scheduler period")->check(CLI::Range(10, 600000));
+  app.add_option("--stop-grace-ms", grace_ms, "SIGTERM -> SIGKILL grace")->check(CLI::Range(0, 3600000));
+  app.add_option("--backoff-ms", backoff_ms, "first restart backoff (doubles)")->check(CLI::Range(0, 3600000));
+  app.add_option("--placer", placer_name, "auto | carbon | greedy")
+      ->check(CLI::IsMember({"auto", "carbon", "greedy"}));
+  app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 1024));
+  app.add_option("--max-live-per-tenant", max_live, "unfinished jobs per tenant (429 beyond)")
+      ->check(CLI::Range(1, 100000000));
+  app.add_option("--advertise-url", advertise, "URL workers use to reach this controller");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  try {
+    std::filesystem::create_directories(data_dir);
+    data_dir = std::filesystem::canonical(data_dir).string();
+    if (worker.empty()) {
+      auto self = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+      for (auto cand : {self / "greenshard-worker", self.parent_path() / "worker" / "greenshard-worker"})
+        if (std::filesystem::exists(cand)) { worker = cand.string(); break; }
+      if (worker.empty()) worker = "/usr/local/bin/greenshard-worker";
+    }
+    Auth auth = Auth::load_file(tokens);
+    auto regions = regions_file.empty() ? default_regions() : load_regions_file(regions_file);
+    Store store(data_dir + "/controller.db");
+    SystemClock clock;
+    Registry registry(store, clock, RegistryOptions{max_live});
+    registry.load();
+    Metrics metrics;
+
+    std::unique_ptr<Placer> placer;
+#ifdef GREENSHARD_HAVE_CARBON
+    if (placer_name != "greedy") placer = make_carbon_placer();
+#else
+    if (placer_name == "carbon") throw std::runtime_error("--placer carbon: built without carbon/");
+#endif
+    if (!placer) placer = make_greedy_placer();
+
+    std::unique_ptr<IntensitySource> intensity;
+    for (size_t i = 0; i < regions.size(); ++i) {
+      if (regions[i].zone.empty()) continue;
+      if (!intensity) intensity = make_carbon_intensity_source();
+      if (!intensity)
+        throw std::runtime_error("regions[" + std::to_string(i) + "].zone: built without carbon/");
+      intensity->forecast(regions[i].zone, clock.now_ms(), 1);  // validates the zone now
+    }
+
+    LocalExecutorOptions lo;
+    lo.worker_path = worker;
+    lo.data_dir = data_dir;
+    auto local = make_local_executor(lo);
+    std::vector<std::unique_ptr<Executor>> kube;
+    std::map<std::string, Executor*> executors;
+    for (const auto& r : regions) {
+      if (r.executor == "local") executors[r.name] = local.get();
+      else {
+        kube.push_back(make_kubernetes_executor(r.kube));
+        executors[r.name] = kube.back().get();
+      }
+    }
+
+    ApiOptions ao;
+    ao.threads = threads;
+    ao.tls_cert = tls_cert;
+    ao.tls_key = tls_key;
+    SchedulerOptions so;
+    so.stop_grace = std::chrono::milliseconds(grace_ms);
+    so.backoff_base_ms = backoff_ms;
+    so.intensity = intensity.get();
+    Scheduler sched(registry, clock, *placer, regions, executors, &metrics, so);
+    ApiServer api(registry, sched, auth, metrics, ao);
+    const int bound = api.bind(host, port);
+    const std::string scheme = api.tls() ? "https" : "http";
+    sched.set_status_url_base(
+        advertise.empty()
+            ? scheme + "://" + (host == "0.0.0.0" ? std::string("127.0.0.1") : host) + ":" + std::to_string(bound)
+            : advertise);
+    sched.recover();
+    sched.cycle();
+    std::thread sched_thread([&] { sched.run(std::chrono::milliseconds(cycle_ms)); });
+    std::thread signal_thread([&] {
+      int sig = 0;
+      sigwait(&sigs, &sig);
+      std::fprintf(stderr, "greenshard-controller: signal %d, shutting down\n", sig);
+      api.stop();
+    });
+    if (!port_file.empty()) {
+      std::string tmp = port_file + ".tmp";
+      std::ofstream(tmp) << bound << "\n";
+      std::filesystem::rename(tmp, port_file);
+    }
+    std::fprintf(stderr, "greenshard-controller: listening on %s://%s:%d (placer %s, %zu regions, %lld jobs)\n",
+                 scheme.c_str(), host.c_str(), bound, placer->name().c_str(), regions.size(),
+                 static_cast<long long>(registry.size()));
+    api.serve();
+    sched.stop();
+    sched_thread.join();
+    pthread_kill(signal_thread.native_handle(), SIGTERM);
+    signal_thread.join();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "greenshard-controller: %s\n", e.what());
+    return 1;
+  }
+}

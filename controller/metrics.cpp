@@ -1,0 +1,90 @@
+#include "controller/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <mutex>
+
+namespace controller {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+struct Metrics::Impl {
+  std::shared_ptr<prometheus::Registry> reg = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Gauge>& jobs =
+      BuildGauge().Name("greenshard_jobs").Help("Jobs by state").Register(*reg);
+  prometheus::Family<prometheus::Histogram>& queue_wait =
+      BuildHistogram().Name("greenshard_job_queue_wait_seconds")
+          .Help("Time from submission to STARTING").Register(*reg);
+  prometheus::Family<prometheus::Histogram>& phase =
+      BuildHistogram().Name("greenshard_scheduler_cycle_duration_seconds")
+          .Help("Duration of each scheduler cycle phase").Register(*reg);
+  prometheus::Family<prometheus::Counter>& cycles =
+      BuildCounter().Name("greenshard_scheduler_cycles_total")
+          .Help("Scheduler cycles run").Register(*reg);
+  prometheus::Family<prometheus::Counter>& decisions =
+      BuildCounter().Name("greenshard_scheduler_decisions_total")
+          .Help("Placement decisions by policy and outcome").Register(*reg);
+  prometheus::Family<prometheus::Counter>& avoided =
+      BuildCounter().Name("greenshard_carbon_avoided_grams_total")
+          .Help("Expected gCO2e avoided versus running now in the home region").Register(*reg);
+  prometheus::Family<prometheus::Gauge>& intensity =
+      BuildGauge().Name("greenshard_region_intensity_gco2_per_kwh")
+          .Help("Grid carbon intensity now, per region").Register(*reg);
+  prometheus::Family<prometheus::Counter>& restarts =
+      BuildCounter().Name("greenshard_executor_restarts_total")
+          .Help("Gang restarts from checkpoint").Register(*reg);
+  prometheus::Family<prometheus::Counter>& requests =
+      BuildCounter().Name("greenshard_api_requests_total")
+          .Help("API requests by method and status code").Register(*reg);
+  prometheus::Family<prometheus::Counter>& submissions =
+      BuildCounter().Name("greenshard_job_submissions_total")
+          .Help("Jobs accepted").Register(*reg);
+  prometheus::Counter& cycles_c = cycles.Add({});
+  prometheus::Counter& avoided_c = avoided.Add({});
+  prometheus::Counter& submissions_c = submissions.Add({});
+  prometheus::Histogram& queue_wait_h = queue_wait.Add(
+      {}, prometheus::Histogram::BucketBoundaries{1, 10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400});
+  std::mutex mu;  // Family::Add is thread-safe; this guards the bucket lists
+};
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
+Metrics::~Metrics() = default;
+
+void Metrics::set_jobs(const std::string& state, double n) { impl_->jobs.Add({{"state", state}}).Set(n); }
+void Metrics::observe_queue_wait(double s) { impl_->queue_wait_h.Observe(s); }
+void Metrics::observe_phase(const std::string& phase, double s) {
+  impl_->phase
+      .Add({{"phase", phase}},
+           prometheus::Histogram::BucketBoundaries{1e-5, 1e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1, 5})
+      .Observe(s);
+}
+void Metrics::cycle_done() { impl_->cycles_c.Increment(); }
+void Metrics::decision(const std::string& policy, const std::string& outcome) {
+  impl_->decisions.Add({{"policy", policy}, {"outcome", outcome}}).Increment();
+}
+void Metrics::avoided_grams(double g) {
+  if (g > 0) impl_->avoided_c.Increment(g);
+}
+void Metrics::set_intensity(const std::string& region, double v) {
+  impl_->intensity.Add({{"region", region}}).Set(v);
+}
+void Metrics::restart(const std::string& executor) {
+  impl_->restarts.Add({{"executor", executor}}).Increment();
+}
+void Metrics::request(const std::string& method, int code) {
+  impl_->requests.Add({{"method", method}, {"code", std::to_string(code)}}).Increment();
+}
+void Metrics::submitted() { impl_->submissions_c.Increment(); }
+
+std::string Metrics::render() const {
+  prometheus::TextSerializer s;
+  return s.Serialize(impl_->reg->Collect());
+}
+
+}  // namespace controller

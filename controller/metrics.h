@@ -1,0 +1,44 @@
+// Prometheus metrics of the controller, rendered in the text exposition
+// format for GET /metrics. Names follow promtool's conventions (base units,
+// _total counters, _seconds durations); `promtool check metrics` passes on
+// render() (tested).
+//
+//   greenshard_jobs{state}                             gauge
+//   greenshard_job_queue_wait_seconds                  histogram (submit -> STARTING)
+//   greenshard_scheduler_cycle_duration_seconds{phase} histogram
+//   greenshard_scheduler_cycles_total                  counter
+//   greenshard_scheduler_decisions_total{policy,outcome} counter
+//   greenshard_carbon_avoided_grams_total              counter (run-now-at-home - plan)
+//   greenshard_region_intensity_gco2_per_kwh{region}   gauge
+//   greenshard_executor_restarts_total{executor}       counter
+//   greenshard_api_requests_total{method,code}         counter
+//   greenshard_job_submissions_total                   counter
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace controller {
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  void set_jobs(const std::string& state, double n);
+  void observe_queue_wait(double seconds);
+  void observe_phase(const std::string& phase, double seconds);
+  void cycle_done();
+  void decision(const std::string& policy, const std::string& outcome);
+  void avoided_grams(double grams);  // ignored when <= 0
+  void set_intensity(const std::string& region, double gco2_per_kwh);
+  void restart(const std::string& executor);
+  void request(const std::string& method, int code);
+  void submitted();
+  std::string render() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace controller

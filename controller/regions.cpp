@@ -1,0 +1,219 @@
+#include "controller/regions.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace controller {
+
+namespace {
+
+std::string read_text(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(what + " '" + path + "': cannot read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim_nl(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+template <class T>
+T as(const YAML::Node& n, const std::string& where) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    throw std::runtime_error(where + ": wrong type");
+  }
+}
+
+}  // namespace
+
+std::vector<RegionConfig> default_regions() {
+  RegionConfig r;
+  r.name = "local";
+  return {r};
+}
+
+std::vector<RegionConfig> load_regions_file(const std::string& path) {
+  return parse_regions_yaml(read_text(path, "regions file"), path);
+}
+
+std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error(origin + ": not YAML: " + e.what());
+  }
+  if (!root.IsMap() || !root["regions"] || !root["regions"].IsSequence())
+    throw std::runtime_error(origin + ": regions: required (a list)");
+  for (const auto& kv : root)
+    if (kv.first.as<std::string>() != "regions")
+      throw std::runtime_error(origin + ": unknown key '" + kv.first.as<std::string>() + "'");
+  std::vector<RegionConfig> out;
+  std::set<std::string> names;
+  int i = 0;
+  for (const auto& n : root["regions"]) {
+    std::string w = origin + ": regions[" + std::to_string(i++) + "]";
+    if (!n.IsMap()) throw std::runtime_error(w + ": expected a map");
+    RegionConfig r;
+    for (const auto& kv : n) {
+      std::string k = kv.first.as<std::string>();
+      std::string wk = w + "." + k;
+      const YAML::Node& v = kv.second;
+      if (k == "name") r.name = as<std::string>(v, wk);
+      else if (k == "pue") r.pue = as<double>(v, wk);
+      else if (k == "nodes") r.nodes = as<int>(v, wk);
+      else if (k == "gpus_per_node") r.gpus_per_node = as<int>(v, wk);
+      else if (k == "executor") r.executor = as<std::string>(v, wk);
+      else if (k == "intensity") r.intensity = as<double>(v, wk);
+      else if (k == "zone") r.zone = as<std::string>(v, wk);
+      else if (k == "hourly") {
+        if (!v.IsSequence() || v.size() != 24) throw std::runtime_error(wk + ": expected 24 numbers");
+        for (const auto& x : v) r.hourly.push_back(as<double>(x, wk));
+      } else if (k == "kubernetes") {
+        if (!v.IsMap()) throw std::runtime_error(wk + ": expected a map");
+        for (const auto& kk : v) {
+          std::string k2 = kk.first.as<std::string>();
+          std::string wk2 = wk + "." + k2;
+          if (k2 == "server") r.kube.server = as<std::string>(kk.second, wk2);
+          else if (k2 == "ca_file") r.kube.ca_file = as<std::string>(kk.second, wk2);
+          else if (k2 == "token_file") r.kube.token_file = as<std::string>(kk.second, wk2);
+          else if (k2 == "namespace") r.kube.namespace_ = as<std::string>(kk.second, wk2);
+          else if (k2 == "image") r.kube.image = as<std::string>(kk.second, wk2);
+          else if (k2 == "checkpoint_claim") r.kube.checkpoint_claim = as<std::string>(kk.second, wk2);
+          else if (k2 == "queue_name") r.kube.queue_name = as<std::string>(kk.second, wk2);
+          else if (k2 == "insecure_skip_verify") r.kube.insecure_skip_verify = as<bool>(kk.second, wk2);
+          else if (k2 == "kubeconfig") {
+            auto kc = load_kubeconfig(as<std::string>(kk.second, wk2));
+            kc.namespace_ = r.kube.namespace_;
+            kc.image = r.kube.image;
+            r.kube = kc;
+          } else if (k2 == "in_cluster") {
+            if (as<bool>(kk.second, wk2)) {
+              auto kc = in_cluster_config();
+              kc.image = r.kube.image;
+              r.kube = kc;
+            }
+          } else throw std::runtime_error(origin + ": unknown key '" + wk2.substr(origin.size() + 2) + "'");
+        }
+      } else {
+        throw std::runtime_error(origin + ": unknown key '" + wk.substr(origin.size() + 2) + "'");
+      }
+    }
+    if (r.name.empty()) throw std::runtime_error(w + ".name: required");
+    for (char c : r.name)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+        throw std::runtime_error(w + ".name: '" + r.name + "' has a character outside [A-Za-z0-9._-]");
+    if (!names.insert(r.name).second) throw std::runtime_error(w + ".name: duplicate '" + r.name + "'");
+    if (!(r.pue >= 1.0 && r.pue <= 5.0)) throw std::runtime_error(w + ".pue: must be in [1, 5]");
+    if (r.nodes < 1) throw std::runtime_error(w + ".nodes: must be >= 1");
+    if (r.gpus_per_node < 0) throw std::runtime_error(w + ".gpus_per_node: must be >= 0");
+    if (!(r.intensity >= 0 && r.intensity < 5000)) throw std::runtime_error(w + ".intensity: must be in [0, 5000)");
+    for (double h : r.hourly)
+      if (!(h >= 0 && h < 5000)) throw std::runtime_error(w + ".hourly: values must be in [0, 5000)");
+    if (r.executor != "local" && r.executor != "kubernetes")
+      throw std::runtime_error(w + ".executor: must be local or kubernetes, got '" + r.executor + "'");
+    if (r.executor == "kubernetes") {
+      if (r.kube.server.empty()) throw std::runtime_error(w + ".kubernetes.server: required");
+      if (r.kube.token.empty() && !r.kube.token_file.empty())
+        r.kube.token = trim_nl(read_text(r.kube.token_file, w + ".kubernetes.token_file"));
+    }
+    out.push_back(std::move(r));
+  }
+  if (out.empty()) throw std::runtime_error(origin + ": regions: at least one region");
+  return out;
+}
+
+std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& regions,
+                                             const std::map<std::string, int>& used,
+                                             int64_t now_ms, int horizon_h,
+                                             const IntensitySource* source) {
+  constexpr int64_t kHour = 3600 * 1000;
+  std::vector<RegionSnapshot> out;
+  for (const auto& r : regions) {
+    RegionSnapshot s;
+    s.name = r.name;
+    s.pue = r.pue;
+    s.capacity_nodes = r.nodes;
+    auto it = used.find(r.name);
+    s.free_nodes = std::max(0, r.nodes - (it == used.end() ? 0 : it->second));
+    s.gpus_per_node = r.gpus_per_node;
+    s.executor = r.executor;
+    auto at = [&](int64_t t) {
+      if (r.hourly.empty()) return r.intensity;
+      return r.hourly[size_t((t / kHour) % 24)];
+    };
+    if (!r.zone.empty() && source) {
+      s.forecast = source->forecast(r.zone, now_ms, horizon_h);
+      s.intensity_now = s.forecast.empty() ? r.intensity : s.forecast.front().gco2_per_kwh;
+    } else {
+      s.intensity_now = at(now_ms);
+      int64_t h0 = (now_ms / kHour) * kHour;
+      for (int h = 0; h <= horizon_h; ++h) s.forecast.push_back({h0 + h * kHour, at(h0 + h * kHour)});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+#ifndef GREENSHARD_HAVE_CARBON
+std::unique_ptr<IntensitySource> make_carbon_intensity_source() { return nullptr; }
+#endif
+
+KubeClusterConfig load_kubeconfig(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error("kubeconfig '" + path + "': " + e.what());
+  }
+  auto fail = [&](const std::string& k) -> KubeClusterConfig {
+    throw std::runtime_error("kubeconfig '" + path + "': " + k + ": required");
+  };
+  std::string ctx = root["current-context"] ? root["current-context"].as<std::string>() : "";
+  if (ctx.empty()) return fail("current-context");
+  YAML::Node context;
+  for (const auto& c : root["contexts"]) if (c["name"].as<std::string>() == ctx) context = c["context"];
+  if (!context) return fail("contexts[" + ctx + "]");
+  std::string cluster = context["cluster"].as<std::string>(), user = context["user"].as<std::string>();
+  KubeClusterConfig k;
+  if (context["namespace"]) k.namespace_ = context["namespace"].as<std::string>();
+  for (const auto& c : root["clusters"])
+    if (c["name"].as<std::string>() == cluster) {
+      k.server = c["cluster"]["server"].as<std::string>();
+      if (c["cluster"]["certificate-authority"]) k.ca_file = c["cluster"]["certificate-authority"].as<std::string>();
+      if (c["cluster"]["insecure-skip-tls-verify"]) k.insecure_skip_verify = c["cluster"]["insecure-skip-tls-verify"].as<bool>();
+    }
+  if (k.server.empty()) return fail("clusters[" + cluster + "].server");
+  for (const auto& u : root["users"])
+    if (u["name"].as<std::string>() == user) {
+      if (u["user"]["token"]) k.token = u["user"]["token"].as<std::string>();
+      if (u["user"]["tokenFile"]) k.token = trim_nl(read_text(u["user"]["tokenFile"].as<std::string>(), "tokenFile"));
+    }
+  if (k.token.empty()) return fail("users[" + user + "].token");
+  return k;
+}
+
+KubeClusterConfig in_cluster_config() {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (!host || !port) throw std::runtime_error("in_cluster: KUBERNETES_SERVICE_HOST/PORT not set");
+  const std::string sa = "/var/run/secrets/kubernetes.io/serviceaccount/";
+  KubeClusterConfig k;
+  k.server = std::string("https://") + host + ":" + port;
+  k.token = trim_nl(read_text(sa + "token", "service account token"));
+  k.ca_file = sa + "ca.crt";
+  k.namespace_ = trim_nl(read_text(sa + "namespace", "service account namespace"));
+  return k;
+}
+
+}  // namespace controller

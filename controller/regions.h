@@ -1,0 +1,94 @@
+// Regions the controller may place jobs in, from a YAML (or JSON) file:
+//
+//   regions:
+//     - name: DE                 # [A-Za-z0-9._-]{1,64}, unique
+//       pue: 1.2                 # >= 1.0
+//       nodes: 4                 # capacity, >= 1
+//       gpus_per_node: 8         # >= 0
+//       executor: local          # local | kubernetes
+//       intensity: 380           # constant gCO2e/kWh, or
+//       hourly: [..24 numbers..] # a UTC hour-of-day profile (forecast = profile), or
+//       zone: DE                 # carbon/'s shipped 2023 data, replayed at the
+//                                # same hour of the year
+//       kubernetes:              # executor: kubernetes only
+//         server: https://10.0.0.1:6443
+//         ca_file: /path/ca.crt  # optional (system CAs otherwise)
+//         token_file: /path/token
+//         namespace: greenshard
+//         image: registry/greenshard-worker:0.1   # default worker image
+//         checkpoint_claim: ckpt  # PVC for checkpoints (restarts resume from it)
+//         queue_name: team-a      # Kueue LocalQueue (Jobs start suspended)
+//       # or  kubeconfig: /path/kubeconfig   or   in_cluster: true
+//
+// Unknown keys are errors naming the key path ("regions[1].pue").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "controller/placement.h"
+
+namespace controller {
+
+struct KubeClusterConfig {
+  std::string server;      // https://host:port or http://host:port (tests)
+  std::string ca_file;
+  std::string token;       // bearer token (read from token_file)
+  std::string token_file;
+  std::string namespace_ = "default";
+  std::string image;       // default worker image
+  std::string checkpoint_claim;  // PVC mounted at /checkpoints ("" = emptyDir)
+  std::string queue_name;  // Kueue LocalQueue: Jobs are created suspended for Kueue
+  int rendezvous_port = 29500;
+  bool insecure_skip_verify = false;
+};
+
+struct RegionConfig {
+  std::string name;
+  double pue = 1.0;
+  int nodes = 1;
+  int gpus_per_node = 0;
+  std::string executor = "local";
+  double intensity = 400;
+  std::vector<double> hourly;  // 24 values or empty
+  std::string zone;            // carbon/ data zone ("DE", "GB", ...): replayed 2023 data
+  KubeClusterConfig kube;
+};
+
+// Intensity for regions configured with `zone:` (carbon/'s shipped data).
+class IntensitySource {
+ public:
+  virtual ~IntensitySource() = default;
+  // Hourly points from floor_hour(now_ms) for horizon_h + 1 hours. Throws
+  // std::runtime_error naming an unknown zone.
+  virtual std::vector<ForecastPoint> forecast(const std::string& zone, int64_t now_ms,
+                                              int horizon_h) const = 0;
+};
+// carbon/'s 2023 data replayed at the same hour of the year (nullptr when
+// built without carbon/).
+std::unique_ptr<IntensitySource> make_carbon_intensity_source();
+
+// Throws std::runtime_error naming the file and key.
+std::vector<RegionConfig> load_regions_file(const std::string& path);
+std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std::string& origin);
+// The default: one local region "local" (1 node, PUE 1.0, 400 g/kWh).
+std::vector<RegionConfig> default_regions();
+
+// Builds scheduler snapshots: intensity now and an hourly forecast for the
+// next `horizon_h` hours, capacity minus `used_nodes`.
+std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& regions,
+                                             const std::map<std::string, int>& used_nodes,
+                                             int64_t now_ms, int horizon_h = 48,
+                                             const IntensitySource* source = nullptr);
+
+// Reads a kubeconfig file (current-context: server, CA, token) into a cluster
+// config; throws std::runtime_error naming the missing key.
+KubeClusterConfig load_kubeconfig(const std::string& path);
+// The in-cluster service account (KUBERNETES_SERVICE_HOST/PORT, the mounted
+// token and CA); throws when not in a cluster.
+KubeClusterConfig in_cluster_config();
+
+}  // namespace controller

@@ -1,0 +1,116 @@
+// Scheduler: one numbered cycle at a time, in the style of Kueue's
+// schedule(), with an injected Clock so tests drive time by hand.
+//
+// cycle() runs these phases in order, each timed (metrics, CycleReport):
+//   snapshot  regions (capacity minus active gangs, intensity now and the
+//             forecast) and the live jobs (active ones plus the head of the
+//             pending queue);
+//   observe   poll every active gang: STARTING->RUNNING, RUNNING->SUCCEEDED,
+//             a failed gang ->RECOVERING (backoff, counted) or ->FAILED after
+//             max_restarts / on a worker config error (exit 2); an
+//             interruptible job whose window closed is told to checkpoint
+//             and stop, then ->SUSPENDED;
+//   order     pending jobs by priority (desc) then age (Registry::live_jobs);
+//   place     each pending job through the Placer: ->SCHEDULED with the
+//             decision and its explanation, ->FAILED when no allowed region
+//             can ever take it, or deferred (still PENDING) while every
+//             eligible region is full;
+//   admit     SCHEDULED jobs whose window opened, SUSPENDED jobs whose next
+//             window opened, and RECOVERING jobs whose backoff elapsed
+//             ->STARTING; the executor launches the gang; a SCHEDULED job
+//             whose region filled up meanwhile is requeued (->PENDING);
+//   drain     escalate overdue stops, reap cancelled gangs, update gauges.
+// Every decision is appended to the store's decision log and counted.
+// State changes are persisted before the executor acts on them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "controller/clock.h"
+#include "controller/executor.h"
+#include "controller/metrics.h"
+#include "controller/placement.h"
+#include "controller/regions.h"
+#include "controller/registry.h"
+
+namespace controller {
+
+struct SchedulerOptions {
+  size_t max_pending_per_cycle = 256;
+  std::chrono::milliseconds min_cycle_gap{100};  // run(): at most one cycle per gap
+  std::chrono::milliseconds stop_grace{30000};
+  int64_t backoff_base_ms = 1000;
+  int64_t backoff_max_ms = 5 * 60 * 1000;
+  std::string status_url_base;  // "http://127.0.0.1:8080" (no trailing '/')
+  const IntensitySource* intensity = nullptr;  // for regions with `zone:`
+};
+
+struct CycleReport {
+  int64_t cycle = 0;
+  std::vector<std::pair<std::string, double>> phase_seconds;
+  int placed = 0, deferred = 0, rejected = 0, started = 0, finished = 0, recovering = 0,
+      suspended = 0, requeued = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(Registry& registry, const Clock& clock, const Placer& placer,
+            std::vector<RegionConfig> regions, std::map<std::string, Executor*> executors,
+            Metrics* metrics, SchedulerOptions options);
+
+  // At controller start: re-adopt or restart every job that was active.
+  void recover();
+  CycleReport cycle();
+  int64_t cycles() const { return cycle_no_.load(); }
+
+  // Runs cycle() every `period` (sooner after wake()) until stop().
+  void run(std::chrono::milliseconds period);
+  void wake();
+  void stop();
+
+  // The job was cancelled (already CANCELLED in the registry): stop its gang.
+  void on_cancelled(const Job& job);
+  // Executor of a region (nullptr when unknown).
+  Executor* executor_for(const std::string& region) const;
+  // Regions as of the last cycle (for GET /v1/regions).
+  std::vector<RegionSnapshot> regions_now() const;
+  const std::vector<RegionConfig>& region_configs() const { return regions_; }
+  const Placer& placer() const { return placer_; }
+  // Where workers push status (set once the API port is known, before run()).
+  void set_status_url_base(std::string url) { opt_.status_url_base = std::move(url); }
+
+ private:
+  void observe(std::vector<Job>& jobs, CycleReport& rep);
+  void place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions, CycleReport& rep);
+  void admit(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions, CycleReport& rep);
+  void drain();
+  bool start_gang(const Job& job, RegionSnapshot* region, CycleReport& rep);
+  int64_t backoff_ms(int recovery_count) const;
+
+  Registry& registry_;
+  const Clock& clock_;
+  const Placer& placer_;
+  std::vector<RegionConfig> regions_;
+  std::map<std::string, Executor*> executors_;
+  Metrics* metrics_;
+  SchedulerOptions opt_;
+  std::atomic<int64_t> cycle_no_{0};
+  std::mutex cycle_mu_;  // one cycle at a time
+
+  mutable std::mutex mu_;
+  std::vector<RegionSnapshot> last_regions_;
+  std::map<std::string, Executor*> draining_;  // cancelled gangs not yet gone
+
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool wake_ = false, stop_ = false;
+};
+
+}  // namespace controller

@@ -1,0 +1,403 @@
+// The REST API on a real server on loopback: every route, every error code,
+// pagination, idempotency, the auth matrix, the OpenAPI document, TLS and
+// the metrics text (checked by promtool).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+
+#include "fixture.h"
+
+using namespace controller;
+using namespace ctltest;
+using json = nlohmann::json;
+
+namespace {
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string text;
+};
+
+Reply call(const Controller& c, const std::string& method, const std::string& path,
+           const std::string& token, const std::string& body = "", const httplib::Headers& extra = {},
+           const std::string& content_type = "application/json") {
+  auto cli = c.client(token);
+  httplib::Result r = method == "GET"      ? cli.Get(path, extra)
+                      : method == "DELETE" ? cli.Delete(path, extra)
+                      : method == "PUT"    ? cli.Put(path, extra, body, content_type.c_str())
+                                           : cli.Post(path, extra, body, content_type.c_str());
+  Reply out;
+  if (!r) return out;
+  out.status = r->status;
+  out.text = r->body;
+  out.body = json::parse(r->body, nullptr, false);
+  return out;
+}
+
+std::string submit(const Controller& c, const std::string& token = kUserA, json s = spec()) {
+  Reply r = call(c, "POST", "/v1/jobs", token, s.dump());
+  EXPECT_EQ(r.status, 201) << r.text;
+  return r.body.value("id", "");
+}
+
+void finish(Controller& c, const std::string& id) {
+  c.registry->update(id, kAllTenants, [&](Job& j) {
+    return j.transition(JobState::kCancelled, "Test", "", c.clock.now_ms());
+  });
+}
+
+void expect_error(const Reply& r, int status, const std::string& code, const std::string& field) {
+  EXPECT_EQ(r.status, status) << r.text;
+  ASSERT_TRUE(r.body.is_object() && r.body.contains("error")) << r.text;
+  EXPECT_EQ(r.body["error"]["code"], code) << r.text;
+  EXPECT_EQ(r.body["error"]["field"], field) << r.text;
+  EXPECT_TRUE(r.body["error"]["message"].is_string());
+}
+
+}  // namespace
+
+TEST(ControllerApi, SubmitReturnsTheJobWithItsPlacementAfterACycle) {
+  Controller c;
+  Reply r = call(c, "POST", "/v1/jobs", kUserA, spec().dump());
+  ASSERT_EQ(r.status, 201) << r.text;
+  EXPECT_EQ(r.body["state"], "PENDING");
+  EXPECT_EQ(r.body["tenant"], "team-a");
+  const std::string id = r.body["id"];
+  c.sched->cycle();
+  Reply g = call(c, "GET", "/v1/jobs/" + id, kUserA);
+  ASSERT_EQ(g.status, 200);
+  ASSERT_TRUE(g.body["placement"].is_object()) << g.text;
+  // FR is cleaner (50 vs 300 g/kWh) and allowed.
+  EXPECT_EQ(g.body["placement"]["region"], "FR");
+  EXPECT_GT(g.body["placement"]["grams_avoided"].get<double>(), 0);
+  EXPECT_FALSE(g.body["placement"]["explanation"].get<std::string>().empty());
+  EXPECT_EQ(c.store->decisions(id).size(), 1u);
+}
+
+TEST(ControllerApi, IdempotencyKeyReplaysAndConflicts) {
+  Controller c;
+  httplib::Headers k{{"Idempotency-Key", "abc-1"}};
+  Reply a = call(c, "POST", "/v1/jobs", kUserA, spec().dump(), k);
+  Reply b = call(c, "POST", "/v1/jobs", kUserA, spec().dump(2), k);  // same JSON, other spacing
+  ASSERT_EQ(a.status, 201);
+  EXPECT_EQ(b.status, 200);
+  EXPECT_EQ(a.body["id"], b.body["id"]);
+  expect_error(call(c, "POST", "/v1/jobs", kUserA, spec("other").dump(), k), 409, "idempotency_conflict",
+               "Idempotency-Key");
+  // Another tenant may use the same key.
+  EXPECT_EQ(call(c, "POST", "/v1/jobs", kUserB, spec().dump(), k).status, 201);
+}
+
+TEST(ControllerApi, PaginationVisitsEveryJobOnceInOrder) {
+  Controller c;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 23; ++i) ids.push_back(submit(c));
+  submit(c, kUserB);  // not visible to team-a
+  std::vector<std::string> seen;
+  std::string cont;
+  int pages = 0;
+  do {
+    Reply r = call(c, "GET", "/v1/jobs?limit=10" + (cont.empty() ? "" : "&continue=" + cont), kUserA);
+    ASSERT_EQ(r.status, 200) << r.text;
+    for (auto& j : r.body["items"]) seen.push_back(j["id"]);
+    cont = r.body["continue"];
+    ++pages;
+  } while (!cont.empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(seen, ids);
+  // A token is bound to its filter, and a made-up token is refused.
+  Reply first = call(c, "GET", "/v1/jobs?limit=10", kUserA);
+  std::string tok = first.body["continue"];
+  expect_error(call(c, "GET", "/v1/jobs?state=RUNNING&continue=" + tok, kUserA), 400, "invalid_parameter", "continue");
+  expect_error(call(c, "GET", "/v1/jobs?continue=bm9wZQ", kUserA), 400, "invalid_parameter", "continue");
+  // The admin sees both tenants, and may filter by one.
+  EXPECT_EQ(call(c, "GET", "/v1/jobs?limit=1000", kAdmin).body["items"].size(), 24u);
+  EXPECT_EQ(call(c, "GET", "/v1/jobs?tenant=team-b", kAdmin).body["items"].size(), 1u);
+  EXPECT_EQ(call(c, "GET", "/v1/jobs?state=PENDING&limit=1000", kUserA).body["items"].size(), 23u);
+  EXPECT_EQ(call(c, "GET", "/v1/jobs?state=RUNNING", kUserA).body["items"].size(), 0u);
+}
+
+struct ErrorCase {
+  const char* sentence;
+  std::function<Reply(Controller&)> run;
+  int status;
+  const char* code;
+  const char* field;
+};
+
+const ErrorCase kErrorCases[] = {
+    {"a body that is not JSON is 400 invalid_json",
+     [](Controller& c) { return call(c, "POST", "/v1/jobs", kUserA, "{nope"); }, 400, "invalid_json", ""},
+    {"an unknown spec field is 400 naming it",
+     [](Controller& c) { auto s = spec(); s["gpus"] = 1; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); },
+     400, "unknown_field", "gpus"},
+    {"an unknown query parameter is 400 naming it",
+     [](Controller& c) { return call(c, "GET", "/v1/jobs?colour=red", kUserA); }, 400, "unknown_parameter", "colour"},
+    {"a limit of zero is 400", [](Controller& c) { return call(c, "GET", "/v1/jobs?limit=0", kUserA); }, 400,
+     "invalid_parameter", "limit"},
+    {"an unknown state filter is 400", [](Controller& c) { return call(c, "GET", "/v1/jobs?state=DONE", kUserA); },
+     400, "invalid_parameter", "state"},
+    {"a form body is 415",
+     [](Controller& c) {
+       return call(c, "POST", "/v1/jobs", kUserA, "a=b", {}, "application/x-www-form-urlencoded");
+     },
+     415, "unsupported_media_type", "Content-Type"},
+    {"no token is 401", [](Controller& c) { return call(c, "GET", "/v1/jobs", ""); }, 401, "unauthenticated",
+     "Authorization"},
+    {"a user listing another tenant is 403",
+     [](Controller& c) { return call(c, "GET", "/v1/jobs?tenant=team-b", kUserA); }, 403, "forbidden", "tenant"},
+    {"an unknown job is 404", [](Controller& c) { return call(c, "GET", "/v1/jobs/jnothere", kUserA); }, 404,
+     "not_found", "id"},
+    {"an unknown route is 404 route_not_found", [](Controller& c) { return call(c, "GET", "/v1/nothing", kUserA); },
+     404, "route_not_found", ""},
+    {"cancelling a finished job is 409",
+     [](Controller& c) {
+       auto id = submit(c);
+       finish(c, id);
+       return call(c, "POST", "/v1/jobs/" + id + "/cancel", kUserA);
+     },
+     409, "already_finished", "id"},
+    {"deleting an unfinished job is 409",
+     [](Controller& c) { return call(c, "DELETE", "/v1/jobs/" + submit(c), kUserA); }, 409, "not_finished", ""},
+    {"a body over the limit is 413",
+     [](Controller& c) {
+       auto s = spec();
+       s["worker"]["pad"] = std::string(300 * 1024, 'x');
+       return call(c, "POST", "/v1/jobs", kUserA, s.dump());
+     },
+     413, "payload_too_large", ""},
+    {"an unknown region is 422 naming its index",
+     [](Controller& c) { auto s = spec(); s["regions"] = {"DE", "XX"}; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); },
+     422, "unknown_region", "regions[1]"},
+    {"more nodes than any region has is 422",
+     [](Controller& c) { auto s = spec(); s["nodes"] = 3; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); }, 422,
+     "unschedulable", "nodes"},
+    {"more GPUs per node than any region has is 422",
+     [](Controller& c) { auto s = spec(); s["gpus_per_node"] = 1; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); },
+     422, "unschedulable", "nodes"},
+    {"a tenant over its quota is 429",
+     [](Controller& c) {
+       for (int i = 0; i < c.opt.max_live; ++i) submit(c, kUserB);
+       return call(c, "POST", "/v1/jobs", kUserB, spec().dump());
+     },
+     429, "quota_exceeded", ""},
+    {"a log rank outside the gang is 400",
+     [](Controller& c) { return call(c, "GET", "/v1/jobs/" + submit(c) + "/logs?rank=2", kUserA); }, 400,
+     "invalid_parameter", "rank"},
+    {"logs of a job that never started are 404",
+     [](Controller& c) { return call(c, "GET", "/v1/jobs/" + submit(c) + "/logs", kUserA); }, 404, "no_logs", "id"},
+    {"a status push with an unknown field is 400",
+     [](Controller& c) {
+       return call(c, "POST", "/v1/jobs/" + submit(c) + "/status", kWorker, R"({"state":"running","lost":1})");
+     },
+     400, "unknown_field", "lost"},
+    {"a status push with a bad state is 400",
+     [](Controller& c) { return call(c, "POST", "/v1/jobs/" + submit(c) + "/status", kWorker, R"({"state":"ok"})"); },
+     400, "invalid_field", "state"},
+    {"a status push for a finished job is 409",
+     [](Controller& c) {
+       auto id = submit(c);
+       finish(c, id);
+       return call(c, "POST", "/v1/jobs/" + id + "/status", kWorker, R"({"state":"running"})");
+     },
+     409, "already_finished", "id"},
+};
+
+class ErrorTable : public ::testing::TestWithParam<ErrorCase> {};
+TEST_P(ErrorTable, Answers) {
+  Controller c;
+  const auto& e = GetParam();
+  expect_error(e.run(c), e.status, e.code, e.field);
+}
+INSTANTIATE_TEST_SUITE_P(ControllerApiErrors, ErrorTable, ::testing::ValuesIn(kErrorCases),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+// --- auth matrix ------------------------------------------------------------
+
+struct Route {
+  std::string method, path;  // {id}: a job of team-a
+  bool worker_route;
+};
+
+const std::vector<Route> kRoutes = {
+    {"POST", "/v1/jobs", false},        {"GET", "/v1/jobs", false},
+    {"GET", "/v1/jobs/{id}", false},    {"POST", "/v1/jobs/{id}/cancel", false},
+    {"DELETE", "/v1/jobs/{id}", false}, {"GET", "/v1/jobs/{id}/logs", false},
+    {"GET", "/v1/regions", false},      {"POST", "/v1/jobs/{id}/status", true},
+};
+
+TEST(ControllerAuthMatrix, EveryRouteRefusesTheWrongCaller) {
+  Controller c;
+  const std::string id = submit(c);
+  for (const auto& r : kRoutes) {
+    std::string path = r.path;
+    if (auto p = path.find("{id}"); p != std::string::npos) path.replace(p, 4, id);
+    const bool has_id = r.path.find("{id}") != std::string::npos;
+    std::string body = r.worker_route ? R"({"state":"running"})" : spec().dump();
+    SCOPED_TRACE(r.method + " " + r.path);
+    EXPECT_EQ(call(c, r.method, path, "", body).status, 401);
+    EXPECT_EQ(call(c, r.method, path, "not-a-known-token-at-all", body).status, 401);
+    if (r.worker_route) {
+      EXPECT_EQ(call(c, r.method, path, kUserA, body).status, 403);
+      EXPECT_EQ(call(c, r.method, path, kUserB, body).status, 403);
+    } else {
+      EXPECT_EQ(call(c, r.method, path, kWorker, body).status, 403);
+      // The job's own status token is not a user credential either.
+      EXPECT_EQ(call(c, r.method, path, c.registry->get(id)->worker_token, body).status, 401);
+      if (has_id) EXPECT_EQ(call(c, r.method, path, kUserB, body).status, 404);
+    }
+  }
+  // Nothing above changed the job.
+  EXPECT_EQ(c.state(id), JobState::kPending);
+}
+
+TEST(ControllerAuthMatrix, StatusPushAcceptsTheJobsOwnTokenOnlyForThatJob) {
+  Controller c;
+  const std::string a = submit(c), b = submit(c);
+  const std::string tok_a = c.registry->get(a)->worker_token;
+  const std::string push =
+      R"({"state":"running","step":10,"total_steps":100,"loss":2.5,"val_loss":null,"tokens_per_s":100.5,"eta_s":90,"energy_joules":360000,"operational_grams":12.5,"embodied_grams":0.5})";
+  EXPECT_EQ(call(c, "POST", "/v1/jobs/" + a + "/status", tok_a, push).status, 200);
+  EXPECT_EQ(call(c, "POST", "/v1/jobs/" + b + "/status", tok_a, push).status, 401);
+  EXPECT_EQ(call(c, "POST", "/v1/jobs/" + b + "/status", kWorker, push).status, 200);
+  Reply g = call(c, "GET", "/v1/jobs/" + a, kUserA);
+  EXPECT_EQ(g.body["progress"]["step"], 10);
+  EXPECT_DOUBLE_EQ(g.body["energy"]["total_grams"].get<double>(), 13.0);
+}
+
+TEST(ControllerApi, CancelAndDeleteAJob) {
+  Controller c;
+  const std::string id = submit(c);
+  Reply r = call(c, "POST", "/v1/jobs/" + id + "/cancel", kUserA);
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.body["state"], "CANCELLED");
+  EXPECT_EQ(call(c, "DELETE", "/v1/jobs/" + id, kUserA).status, 200);
+  EXPECT_EQ(call(c, "GET", "/v1/jobs/" + id, kUserA).status, 404);
+  // Deleted from the store too.
+  for (const auto& j : c.store->load_all()) EXPECT_NE(j.id(), id);
+}
+
+TEST(ControllerApi, LogsOfARankAndFollowUntilTheJobEnds) {
+  Controller c;
+  const std::string id = submit(c);
+  ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kSucceeded; }));
+  Reply r1 = call(c, "GET", "/v1/jobs/" + id + "/logs?rank=1", kUserA);
+  ASSERT_EQ(r1.status, 200);
+  EXPECT_NE(r1.text.find("hello from rank 1 of 2"), std::string::npos) << r1.text;
+  Reply off = call(c, "GET", "/v1/jobs/" + id + "/logs?rank=1&offset=5", kUserA);
+  EXPECT_EQ(off.text, r1.text.substr(5));
+  Reply f = call(c, "GET", "/v1/jobs/" + id + "/logs?rank=0&follow=true", kUserA);
+  EXPECT_EQ(f.status, 200);
+  EXPECT_NE(f.text.find("hello from rank 0 of 2"), std::string::npos) << f.text;
+}
+
+TEST(ControllerApi, RegionsShowIntensityForecastCapacityAndPue) {
+  Controller c;
+  c.sched->cycle();
+  Reply r = call(c, "GET", "/v1/regions", kUserA);
+  ASSERT_EQ(r.status, 200);
+  ASSERT_EQ(r.body["items"].size(), 2u);
+  auto de = r.body["items"][0];
+  EXPECT_EQ(de["name"], "DE");
+  EXPECT_DOUBLE_EQ(de["intensity_gco2_per_kwh"].get<double>(), 300);
+  EXPECT_DOUBLE_EQ(de["pue"].get<double>(), 1.2);
+  EXPECT_EQ(de["capacity_nodes"], 2);
+  EXPECT_GE(de["forecast"].size(), 24u);
+}
+
+TEST(ControllerApi, HealthReadyAndMetrics) {
+  Controller c;
+  EXPECT_EQ(call(c, "GET", "/healthz", "").status, 200);
+  expect_error(call(c, "GET", "/readyz", ""), 503, "not_ready", "");
+  c.sched->cycle();
+  EXPECT_EQ(call(c, "GET", "/readyz", "").status, 200);
+  Reply m = call(c, "GET", "/metrics", "");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_NE(m.text.find("greenshard_scheduler_cycle_duration_seconds_bucket"), std::string::npos);
+}
+
+TEST(ControllerMetrics, PromtoolFindsNoProblems) {
+  Controller c;
+  const std::string id = submit(c);
+  ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kSucceeded; }));
+  Reply m = call(c, "GET", "/metrics", "");
+  for (const char* name :
+       {"greenshard_jobs{state=\"SUCCEEDED\"} 1", "greenshard_job_queue_wait_seconds_count 1",
+        "greenshard_scheduler_decisions_total{", "greenshard_carbon_avoided_grams_total",
+        "greenshard_region_intensity_gco2_per_kwh{region=\"FR\"} 50", "greenshard_api_requests_total{"})
+    EXPECT_NE(m.text.find(name), std::string::npos) << name << "\n" << m.text;
+  write_file(c.dir.file("metrics.txt"), m.text);
+  auto r = gstest::run_process({"/bin/sh", "-c", "promtool check metrics < " + c.dir.file("metrics.txt")}, {},
+                               std::chrono::seconds(60));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(ControllerOpenApi, TheDocumentListsExactlyTheServedRoutes) {
+  Controller c;
+  const std::string id = submit(c);
+  Reply r = call(c, "GET", "/v1/openapi.json", "");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body["openapi"].get<std::string>().substr(0, 2), "3.");
+  std::set<std::string> documented;
+  for (auto& [path, ops] : r.body["paths"].items())
+    for (auto& [method, op] : ops.items()) {
+      documented.insert(method + " " + path);
+      EXPECT_TRUE(op.contains("responses")) << path;
+      // Every $ref resolves.
+      std::string s = op.dump();
+      for (size_t p = s.find("#/components/schemas/"); p != std::string::npos; p = s.find("#/components/schemas/", p + 1)) {
+        std::string name = s.substr(p + 21, s.find('"', p) - p - 21);
+        EXPECT_TRUE(r.body["components"]["schemas"].contains(name)) << name;
+      }
+    }
+  const std::set<std::string> expected = {
+      "post /v1/jobs", "get /v1/jobs", "get /v1/jobs/{id}", "delete /v1/jobs/{id}",
+      "post /v1/jobs/{id}/cancel", "get /v1/jobs/{id}/logs", "post /v1/jobs/{id}/status",
+      "get /v1/regions", "get /v1/openapi.json", "get /healthz", "get /readyz", "get /metrics"};
+  EXPECT_EQ(documented, expected);
+  // Every documented operation is served (whatever its answer, it is not
+  // "no such route").
+  for (const auto& op : documented) {
+    std::string method = op.substr(0, op.find(' ')), path = op.substr(op.find(' ') + 1);
+    for (auto& ch : method) ch = char(std::toupper(ch));
+    if (auto p = path.find("{id}"); p != std::string::npos) path.replace(p, 4, id);
+    Reply x = call(c, method, path, kAdmin, "{}");
+    EXPECT_NE(x.status, 0) << op;
+    if (x.body.is_object() && x.body.contains("error")) {
+      EXPECT_NE(x.body["error"]["code"], "route_not_found") << op;
+    }
+  }
+  // And a route that is not documented is not served.
+  expect_error(call(c, "PUT", "/v1/jobs", kAdmin, "{}"), 404, "route_not_found", "");
+}
+
+TEST(ControllerApi, ServesHttpsWhenGivenACertificate) {
+  gstest::TempDir d;
+  auto gen = gstest::run_process(
+      {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", d.file("key.pem"), "-out",
+       d.file("cert.pem"), "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"},
+      {}, std::chrono::seconds(60));
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  Controller c;  // only for its registry/scheduler
+  ApiOptions o;
+  o.tls_cert = d.file("cert.pem");
+  o.tls_key = d.file("key.pem");
+  ApiServer tls(*c.registry, *c.sched, c.auth, c.metrics, o);
+  int port = tls.bind("127.0.0.1", 0);
+  std::thread t([&] { tls.serve(); });
+  httplib::SSLClient cli("127.0.0.1", port);
+  cli.set_ca_cert_path(d.file("cert.pem").c_str());
+  cli.enable_server_certificate_verification(true);
+  cli.set_bearer_token_auth(kUserA);
+  auto r = cli.Get("/v1/jobs");
+  tls.stop();
+  t.join();
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  // A bad key pair is refused at start, not at the first request.
+  ApiOptions bad = o;
+  bad.tls_key = d.file("cert.pem");
+  EXPECT_THROW(ApiServer(*c.registry, *c.sched, c.auth, c.metrics, bad), std::runtime_error);
+}

@@ -1,0 +1,274 @@
+// Job state machine and the SQLite store: real files in a temp dir.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <set>
+#include <thread>
+
+#include "common/spawn.h"
+#include "controller/registry.h"
+#include "controller/store.h"
+
+using namespace controller;
+
+namespace {
+
+JobSpec spec(const std::string& name = "demo") {
+  return parse_job_spec(nlohmann::json{{"name", name},
+                                       {"worker", {{"data", {{"train", "x.bin"}}}}},
+                                       {"regions", {"DE", "FR"}},
+                                       {"nodes", 2}});
+}
+
+// The legal edges, written out by hand (not derived from the code).
+const std::set<std::pair<JobState, JobState>> kLegal = {
+    {JobState::kPending, JobState::kScheduled},     {JobState::kPending, JobState::kFailed},
+    {JobState::kPending, JobState::kCancelled},     {JobState::kScheduled, JobState::kStarting},
+    {JobState::kScheduled, JobState::kPending},     {JobState::kScheduled, JobState::kFailed},
+    {JobState::kScheduled, JobState::kCancelled},   {JobState::kStarting, JobState::kRunning},
+    {JobState::kStarting, JobState::kRecovering},   {JobState::kStarting, JobState::kFailed},
+    {JobState::kStarting, JobState::kCancelled},    {JobState::kRunning, JobState::kSucceeded},
+    {JobState::kRunning, JobState::kRecovering},    {JobState::kRunning, JobState::kSuspended},
+    {JobState::kRunning, JobState::kFailed},        {JobState::kRunning, JobState::kCancelled},
+    {JobState::kRecovering, JobState::kStarting},   {JobState::kRecovering, JobState::kFailed},
+    {JobState::kRecovering, JobState::kCancelled},  {JobState::kSuspended, JobState::kStarting},
+    {JobState::kSuspended, JobState::kFailed},      {JobState::kSuspended, JobState::kCancelled},
+};
+
+// Drives a fresh job to `target` along legal edges.
+Job job_in(JobState target) {
+  Job j("j1", "team-a", spec(), 1000);
+  auto go = [&](JobState s) { ASSERT_TRUE(j.transition(s, "T", "t", 2000)); };
+  using S = JobState;
+  std::map<S, std::vector<S>> path = {
+      {S::kPending, {}},
+      {S::kScheduled, {S::kScheduled}},
+      {S::kStarting, {S::kScheduled, S::kStarting}},
+      {S::kRunning, {S::kScheduled, S::kStarting, S::kRunning}},
+      {S::kRecovering, {S::kScheduled, S::kStarting, S::kRunning, S::kRecovering}},
+      {S::kSuspended, {S::kScheduled, S::kStarting, S::kRunning, S::kSuspended}},
+      {S::kSucceeded, {S::kScheduled, S::kStarting, S::kRunning, S::kSucceeded}},
+      {S::kFailed, {S::kFailed}},
+      {S::kCancelled, {S::kCancelled}}};
+  for (S s : path.at(target)) go(s);
+  return j;
+}
+
+}  // namespace
+
+TEST(ControllerJob, EveryTransitionIsAllowedExactlyWhenListed) {
+  for (JobState from : kAllStates)
+    for (JobState to : kAllStates) {
+      Job j = job_in(from);
+      ASSERT_EQ(j.state(), from);
+      const bool legal = kLegal.count({from, to}) > 0;
+      EXPECT_EQ(allowed_transition(from, to), legal) << to_string(from) << "->" << to_string(to);
+      size_t conds = j.conditions().size();
+      EXPECT_EQ(j.transition(to, "Test", "", 5000), legal) << to_string(from) << "->" << to_string(to);
+      // A refused transition changes nothing.
+      EXPECT_EQ(j.state(), legal ? to : from);
+      EXPECT_EQ(j.conditions().size(), conds + (legal ? 1 : 0));
+    }
+}
+
+TEST(ControllerJob, TerminalStatesHaveNoWayOut) {
+  for (JobState s : {JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+    EXPECT_TRUE(is_terminal(s));
+    for (JobState to : kAllStates) EXPECT_FALSE(allowed_transition(s, to));
+  }
+}
+
+TEST(ControllerJob, StateNamesRoundTripAndUnknownNamesAreRejected) {
+  for (JobState s : kAllStates) EXPECT_EQ(parse_state(to_string(s)), s);
+  EXPECT_FALSE(parse_state("running").has_value());
+  EXPECT_FALSE(parse_state("").has_value());
+}
+
+TEST(ControllerJob, DocumentRoundTripKeepsEverything) {
+  Job j = job_in(JobState::kRecovering);
+  j.placement = PlacementView{"FR", "carbon-region", 5, {{5, 10}, {20, 30}}, 1.5, 2.5, "why", 7};
+  j.progress.step = 42;
+  j.progress.operational_grams = 3.25;
+  j.recovery_count = 2;
+  j.failure_reason = "rank 1 died";
+  j.runtime = {{"pgid", 123}};
+  Job k = Job::from_document(j.to_document());
+  EXPECT_EQ(k.to_document(), j.to_document());
+  EXPECT_EQ(k.state(), JobState::kRecovering);
+}
+
+TEST(ControllerJob, ADocumentWithAnUnknownStateIsRefused) {
+  auto d = job_in(JobState::kPending).to_document();
+  d["state"] = "EXPLODED";
+  EXPECT_THROW(Job::from_document(d), std::runtime_error);
+}
+
+TEST(ControllerStore, JobsSurviveReopening) {
+  gstest::TempDir dir;
+  const std::string path = dir.file("c.db");
+  Job j = job_in(JobState::kRunning);
+  j.seq = 1;
+  {
+    Store s(path);
+    EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
+    s.write_one(j);
+    s.write({}, {}, {{3, "j1", 99, "admitted", "DE", "run-now-home", "because"}});
+  }
+  Store s(path);
+  auto all = s.load_all();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].to_document(), j.to_document());
+  auto d = s.decisions("j1");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].explanation, "because");
+  EXPECT_EQ(d[0].cycle, 3);
+}
+
+TEST(ControllerStore, UsesWalAndFullSync) {
+  gstest::TempDir dir;
+  Store s(dir.file("c.db"));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.file("c.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode;", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST(ControllerStore, AVersionOneDatabaseIsMigratedAndKeepsItsJobs) {
+  gstest::TempDir dir;
+  const std::string path = dir.file("old.db");
+  Job j = job_in(JobState::kPending);
+  j.seq = 5;
+  {
+    // Build a schema-1 database by hand, as the first release wrote it.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    std::string sql =
+        "CREATE TABLE jobs (id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, tenant TEXT NOT NULL,"
+        " state TEXT NOT NULL, doc TEXT NOT NULL);"
+        "CREATE INDEX jobs_tenant ON jobs(tenant, seq);"
+        "PRAGMA user_version=1;";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    std::string doc = j.to_document().dump();
+    std::string ins = "INSERT INTO jobs VALUES('j1', 5, 'team-a', 'PENDING', '" + doc + "');";
+    ASSERT_EQ(sqlite3_exec(db, ins.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  Store s(path);
+  EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
+  auto all = s.load_all();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].id(), "j1");
+  // The migrated columns work: a decision can be logged, an idempotency key stored.
+  all[0].idempotency_key = "k1";
+  s.write({&all[0]}, {}, {{1, "j1", 1, "admitted", "DE", "p", "e"}});
+  EXPECT_EQ(s.decisions("j1").size(), 1u);
+}
+
+TEST(ControllerStore, ADatabaseFromANewerControllerIsRefused) {
+  gstest::TempDir dir;
+  const std::string path = dir.file("new.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "PRAGMA user_version=99;", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  try {
+    Store s(path);
+    FAIL() << "opened a newer database";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer than this controller"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ControllerStore, ACorruptRowNamesTheJob) {
+  gstest::TempDir dir;
+  const std::string path = dir.file("c.db");
+  { Store s(path); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "INSERT INTO jobs(id, seq, tenant, state, doc) VALUES('jbad', 1, 't', 'PENDING', '{oops');",
+               nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  Store s(path);
+  try {
+    s.load_all();
+    FAIL();
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("jbad"), std::string::npos);
+  }
+}
+
+TEST(ControllerStore, ConcurrentWritersAreGroupCommitted) {
+  gstest::TempDir dir;
+  Store s(dir.file("c.db"));
+  constexpr int kThreads = 8, kEach = 50;
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        Job j("j" + std::to_string(t) + "x" + std::to_string(i), "t", spec(), 1);
+        j.seq = t * 1000 + i + 1;
+        s.write_one(j);
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(s.load_all().size(), size_t(kThreads * kEach));
+  // Fewer transactions than writes: batches were shared.
+  EXPECT_LT(s.commits(), kThreads * kEach);
+}
+
+TEST(ControllerRegistry, IdempotencyKeyReturnsTheSameJobAndRefusesAnotherBody) {
+  gstest::TempDir dir;
+  Store s(dir.file("c.db"));
+  ManualClock clock(1000);
+  Registry r(s, clock);
+  auto a = r.submit("team-a", spec("one"), "key-1");
+  auto b = r.submit("team-a", spec("one"), "key-1");
+  EXPECT_TRUE(a.created);
+  EXPECT_FALSE(b.created);
+  EXPECT_EQ(a.job.id(), b.job.id());
+  try {
+    r.submit("team-a", spec("two"), "key-1");
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 409);
+  }
+  // Keys are per tenant.
+  EXPECT_TRUE(r.submit("team-b", spec("two"), "key-1").created);
+  // And survive a restart.
+  Registry r2(s, clock);
+  r2.load();
+  EXPECT_EQ(r2.submit("team-a", spec("one"), "key-1").job.id(), a.job.id());
+}
+
+TEST(ControllerRegistry, QuotaCountsOnlyUnfinishedJobs) {
+  gstest::TempDir dir;
+  Store s(dir.file("c.db"));
+  ManualClock clock(1000);
+  Registry r(s, clock, RegistryOptions{2});
+  auto a = r.submit("t", spec(), "");
+  r.submit("t", spec(), "");
+  EXPECT_THROW(
+      try { r.submit("t", spec(), ""); } catch (const ApiError& e) {
+        EXPECT_EQ(e.status, 429);
+        throw;
+      },
+      ApiError);
+  r.update(a.job.id(), kAllTenants, [&](Job& j) { return j.transition(JobState::kCancelled, "C", "", 2); });
+  EXPECT_TRUE(r.submit("t", spec(), "").created);
+}
+
+TEST(ControllerRegistry, OtherTenantsJobsAreInvisible) {
+  gstest::TempDir dir;
+  Store s(dir.file("c.db"));
+  ManualClock clock(1000);
+  Registry r(s, clock);
+  auto a = r.submit("team-a", spec(), "");
+  EXPECT_TRUE(r.get(a.job.id(), "team-a"));
+  EXPECT_FALSE(r.get(a.job.id(), "team-b"));
+  EXPECT_TRUE(r.get(a.job.id(), kAllTenants));
+  EXPECT_FALSE(r.update(a.job.id(), "team-b", [](Job&) { return true; }));
+}
