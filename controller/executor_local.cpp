@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -65,6 +66,27 @@ int pick_free_port() {
   return port;
 }
 
+// A base port with `n` consecutive free ports after it (worker rank r
+// exports its metrics on base + r).
+int pick_free_port_run(int n) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const int base = pick_free_port();
+    if (base + n > 65535) continue;
+    bool ok = true;
+    for (int k = 1; k < n && ok; ++k) {
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<uint16_t>(base + k));
+      ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      if (fd >= 0) ::close(fd);
+    }
+    if (ok) return base;
+  }
+  throw std::runtime_error("no run of free ports for the gang's metrics");
+}
+
 std::string describe(int status) {
   if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
@@ -79,6 +101,9 @@ struct Rank {
 
 struct Gang {
   std::string dir;
+  int metrics_port = 0;  // rank r: metrics_port + r
+  int world = 0;
+  std::string region;
   pid_t pgid = -1;
   std::vector<Rank> ranks;
   bool failed = false;       // a rank failed; the rest were killed
@@ -135,7 +160,10 @@ class LocalExecutor final : public Executor {
     base["GREENSHARD_JOB_ID"] = gs.job_id;
     base["GREENSHARD_CHECKPOINT_DIR"] = g.dir + "/ckpt";
     base["GREENSHARD_SUMMARY_PATH"] = g.dir + "/summary.json";
-    base["GREENSHARD_METRICS_PORT"] = "0";
+    g.metrics_port = pick_free_port_run(world);
+    g.world = world;
+    g.region = gs.region;
+    base["GREENSHARD_METRICS_PORT"] = std::to_string(g.metrics_port);
     base["GREENSHARD_REGION"] = gs.region;
     base["GREENSHARD_GRID_INTENSITY"] = std::to_string(gs.intensity);
     base["GREENSHARD_PUE"] = std::to_string(gs.pue);
@@ -201,6 +229,7 @@ class LocalExecutor final : public Executor {
     st.phase = GangPhase::kRunning;
     st.runtime = runtime_of(g);
     gangs_.emplace(gs.job_id, std::move(g));
+    write_scrape_targets();
     return st;
   }
 
@@ -235,6 +264,7 @@ class LocalExecutor final : public Executor {
       st.message = "every rank exited 0" + (state.empty() ? "" : " (summary: " + state + ")");
     }
     gangs_.erase(it);
+    write_scrape_targets();
     return st;
   }
 
@@ -259,8 +289,30 @@ class LocalExecutor final : public Executor {
     advance(it->second);
     for (auto& r : it->second.ranks)
       if (!r.exited) return false;
-    if (it->second.stopping) gangs_.erase(it);  // nobody will poll a stopped gang
+    if (it->second.stopping) {
+      gangs_.erase(it);  // nobody will poll a stopped gang
+      write_scrape_targets();
+    }
     return true;
+  }
+
+  // <data_dir>/prometheus/local-jobs.json: the running gangs' metrics
+  // endpoints in Prometheus' file_sd format (a file_sd_configs entry picks
+  // them up as gangs come and go). Called with mu_ held.
+  void write_scrape_targets() {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& [id, g] : gangs_) {
+      if (g.metrics_port <= 0) continue;
+      nlohmann::json targets = nlohmann::json::array();
+      for (int r = 0; r < g.world; ++r) targets.push_back("127.0.0.1:" + std::to_string(g.metrics_port + r));
+      groups.push_back({{"targets", targets}, {"labels", {{"greenshard_job", id}, {"greenshard_region", g.region}}}});
+    }
+    const std::string dir = opt_.data_dir + "/prometheus";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    const std::string tmp = dir + "/local-jobs.json.tmp";
+    std::ofstream(tmp, std::ios::trunc) << groups.dump(2) << "\n";
+    fs::rename(tmp, dir + "/local-jobs.json", ec);
   }
 
   bool adopt(const std::string& id, const nlohmann::json& runtime,

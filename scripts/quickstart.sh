@@ -1,18 +1,133 @@
 #!/usr/bin/env bash
-# Quickstart (one machine, no cluster): set-up, build, prepare the King James
-# Bible (public domain; Debian's bible-kjv) as byte tokens, then train a small
-# GPT on 2 local ranks FULL_SHARD (Gloo over loopback) with
-# examples/kjv-small.yaml. STEPS=N shortens it.
+# Quickstart on one machine, no cluster: set-up, build, then
+#   1. the King James Bible (public domain; Debian's bible-kjv) as byte tokens
+#   2. Prometheus (Debian) scraping the controller and the running workers
+#   3. greenshard-controller: local executor, SQLite under runs/quickstart,
+#      two "regions" on this machine replaying the shipped 2023 grid data
+#      (Germany, home; Ontario), carbon-aware placement
+#   4. the example job submitted with the greenshard CLI: a small GPT,
+#      2 ranks FULL_SHARD on CPU; its progress, then a summary.
+# Everything it started stops at the end or on Ctrl-C.
+#   STEPS=N     shorter run (CI uses STEPS=20)
+#   KEEP=1      keep the controller and Prometheus running until Ctrl-C
+#   GREENSHARD_PREBUILT=1 skip set-up and build (the test suite runs it so)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-GREENSHARD_TARGETS=greenshard-worker bash scripts/build.sh
-mkdir -p data/kjv runs/kjv-small
-if [ ! -f data/kjv/train.bin ]; then
-  bible -f "Gen1:1-Rev22:21" > data/kjv/kjv.txt
-  build/worker/greenshard-worker prepare --input data/kjv/kjv.txt --out data/kjv
+ROOT=$PWD
+if [ -z "${GREENSHARD_PREBUILT:-}" ]; then
+  bash scripts/setup.sh
+  GREENSHARD_TARGETS="greenshard-worker greenshard-controller greenshard" bash scripts/build.sh
 fi
-OMP_NUM_THREADS=1 build/worker/greenshard-worker --config examples/kjv-small.yaml --nproc 2 \
-  ${STEPS:+--schedule.steps "$STEPS"} "$@"
-echo "summary: runs/kjv-small/summary.json"
-cat runs/kjv-small/summary.json
+BIN=${GREENSHARD_BUILD_DIR:-build}
+[[ $BIN = /* ]] || BIN=$ROOT/$BIN
+WORKER=$BIN/worker/greenshard-worker
+CONTROLLER=$BIN/controller/greenshard-controller
+CLI=$BIN/controller/greenshard
+STEPS=${STEPS:-300}
+RUN=${QUICKSTART_RUN_DIR:-$ROOT/runs/quickstart}
+DATA=${QUICKSTART_DATA_DIR:-$ROOT/data/kjv}
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# 1. data
+mkdir -p "$DATA" "$RUN"
+if [ ! -f "$DATA/train.bin" ]; then
+  bible -f "Gen1:1-Rev22:21" > "$DATA/kjv.txt"
+  "$WORKER" prepare --input "$DATA/kjv.txt" --out "$DATA"
+fi
+
+# 2. controller config: a token, two regions on this machine
+rm -rf "$RUN/controller" "$RUN/prometheus"
+mkdir -p "$RUN/controller" "$RUN/prometheus"
+TOKEN="quickstart-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+echo "$TOKEN,quickstart,user" > "$RUN/tokens"
+cat > "$RUN/regions.yaml" <<YAML
+regions:
+  - {name: local-de, zone: DE, nodes: 1, pue: 1.2}
+  - {name: local-ca-on, zone: CA-ON, nodes: 1, pue: 1.2}
+YAML
+CPORT=$(free_port)
+"$CONTROLLER" --tokens "$RUN/tokens" --regions "$RUN/regions.yaml" --data-dir "$RUN/controller" \
+  --host 127.0.0.1 --port "$CPORT" --worker "$WORKER" --cycle-ms 200 > "$RUN/controller.log" 2>&1 &
+PIDS+=($!)
+URL=http://127.0.0.1:$CPORT
+for _ in $(seq 100); do curl -sf "$URL/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -sf "$URL/healthz" >/dev/null || { cat "$RUN/controller.log"; echo "quickstart: the controller did not start" >&2; exit 1; }
+
+# 3. Prometheus: the controller, and the workers (file_sd written by the controller)
+PPORT=$(free_port)
+cat > "$RUN/prometheus/prometheus.yml" <<YAML
+global: {scrape_interval: 2s, evaluation_interval: 2s}
+scrape_configs:
+  - job_name: greenshard-controller
+    static_configs: [{targets: ['127.0.0.1:$CPORT']}]
+  - job_name: greenshard-worker
+    honor_labels: true
+    file_sd_configs: [{files: ['$RUN/controller/prometheus/local-jobs.json'], refresh_interval: 2s}]
+YAML
+prometheus --config.file="$RUN/prometheus/prometheus.yml" --storage.tsdb.path="$RUN/prometheus/data" \
+  --web.listen-address=127.0.0.1:$PPORT > "$RUN/prometheus.log" 2>&1 &
+PIDS+=($!)
+
+# 4. the job
+cat > "$RUN/job.yaml" <<YAML
+name: kjv-small
+nodes: 1
+procs_per_node: 2
+regions: [local-de, local-ca-on]
+home_region: local-de
+estimate: {duration_s: 600, power_watts: 65}
+worker:
+  model: {layers: 4, heads: 4, embd: 128, context: 64}
+  data: {train: $DATA/train.bin, val: $DATA/val.bin, seed: 1234}
+  optimizer: {lr: 0.003, min_lr: 0.0003, warmup_steps: 20}
+  schedule: {steps: $STEPS, batch_size: 8, eval_interval: 50, eval_batches: 4}
+  sharding: {strategy: FULL_SHARD}
+  checkpoint: {interval: 100, keep_last: 2}
+  carbon: {hardware: cpu-2s}
+  log: {every: 10}
+  peak_flops: 5.0e10
+YAML
+export GREENSHARD_SERVER=$URL GREENSHARD_TOKEN=$TOKEN
+ID=$("$CLI" -o json submit "$RUN/job.yaml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+echo "quickstart: submitted job $ID"
+"$CLI" watch "$ID" || true
+"$CLI" -o json get "$ID" > "$RUN/job-final.json"
+
+python3 - "$RUN/job-final.json" "$RUN/controller/jobs/$ID/summary.json" <<'PY'
+import json, sys
+job = json.load(open(sys.argv[1]))
+try:
+    s = json.load(open(sys.argv[2]))
+except OSError:
+    s = {}
+p = job.get("placement") or {}
+e = job.get("energy") or {}
+print("\n=== quickstart summary ===")
+print(f"job            {job['id']}  state {job['state']}")
+print(f"steps          {s.get('steps')} / {s.get('total_steps')}, tokens {s.get('tokens')}")
+print(f"final loss     {s.get('final_loss')}  (val {s.get('final_val_loss')}, best {s.get('best_val_loss')})")
+print(f"throughput     {s.get('tokens_per_s', 0):.0f} tokens/s, MFU {100*(s.get('mfu') or 0):.2f}%")
+print(f"energy         {e.get('joules', 0):.1f} J  ({e.get('joules', 0)/3600:.3f} Wh)")
+print(f"emissions      {e.get('operational_grams', 0):.4f} g operational + {e.get('embodied_grams', 0):.4f} g embodied CO2e")
+print(f"placed         region {p.get('region')} at {p.get('start')} ({p.get('policy')})")
+print(f"expected       {p.get('expected_grams', 0):.3f} g vs {p.get('run_now_home_grams', 0):.3f} g now at home: {p.get('grams_avoided', 0):.3f} g avoided")
+print(f"why            {p.get('explanation')}")
+pr = job.get("progress") or {}
+ok = (job["state"] == "SUCCEEDED" and s.get("state") == "succeeded"
+      and pr.get("total_steps") == s.get("total_steps")  # the worker's status pushes arrived
+      and e.get("operational_grams", 0) > 0 and p.get("region"))
+if not ok:
+    print("quickstart: FAILED (state, status pushes, emissions or placement missing)", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+echo "status page:   $URL/"
+echo "Prometheus:    http://127.0.0.1:$PPORT/graph?g0.expr=greenshard_training_loss"
+echo "logs:          $CLI logs $ID --rank 0    (with GREENSHARD_SERVER=$URL GREENSHARD_TOKEN=$TOKEN)"
+if [ "${KEEP:-0}" = 1 ]; then echo "KEEP=1: Ctrl-C stops everything"; wait; fi
