@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "controller/openapi.h"
+#include "controller/status_page.h"
 
 namespace controller {
 
@@ -246,6 +247,12 @@ struct ApiServer::Impl {
     });
     s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics.render(), "text/plain; version=0.0.4");
+    });
+    // The built-in status page (status_page.h): static, no token to load it;
+    // its script calls the API below with the user's bearer token.
+    s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      for (const auto& [k, v] : status_page_headers()) res.set_header(k, v);
+      res.set_content(status_page_html(), "text/html; charset=utf-8");
     });
     s.Get("/v1/openapi.json", [](const httplib::Request&, httplib::Response& res) {
       send_json(res, 200, openapi_document());
