@@ -127,6 +127,13 @@ WorkerRun run_worker(const Args& a, const std::string& dir, int nproc, const cha
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The baseline runs in this process: one BLAS thread like every rank.
+  // OpenBLAS reads its thread count when it loads, so re-run with it set.
+  if (const char* v = std::getenv("OPENBLAS_NUM_THREADS"); !v || std::string(v) != "1") {
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    ::setenv("OMP_NUM_THREADS", "1", 1);
+    ::execv("/proc/self/exe", argv);
+  }
   Args a = parse(argc, argv);
   const std::string dir = (fs::temp_directory_path() / ("gs_bench_worker_" + std::to_string(::getpid()))).string();
   fs::create_directories(dir);
