@@ -9,6 +9,7 @@
 //   GET    /v1/jobs/{id}/logs        rank, offset, follow                user, admin
 //   POST   /v1/jobs/{id}/status      worker progress push                worker, the job's token
 //   GET    /v1/regions               intensity, forecast, capacity, PUE  user, admin
+//   GET    /                         built-in status page (HTML)         no token
 //   GET    /v1/openapi.json, /healthz, /readyz, /metrics                 no token
 //
 // Contract: handlers parse, call the registry/scheduler and render; every
