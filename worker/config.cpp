@@ -78,7 +78,8 @@ const std::vector<Field>& fields() {
       GS_FIELD("peak_flops", peak_flops, "peak FLOP/s of one rank's device, for MFU"),
       GS_FIELD("summary_path", summary_path, "final JSON summary (rank 0); env GREENSHARD_SUMMARY_PATH"),
       GS_FIELD("job_id", job_id, "job label on metrics and logs; env GREENSHARD_JOB_ID"),
-      GS_FIELD("export_path", export_path, "consolidated state dict written at the end (LibTorch archive)"),
+      GS_FIELD("export_path", export_path, "consolidated state dict written at the end ('' = none)"),
+      GS_FIELD("export_format", export_format, "libtorch (torch::serialize archive) | torch_save (Python torch.load reads it)"),
   };
   return f;
 }
@@ -256,6 +257,8 @@ void validate(const JobConfig& c) {
   need(c.carbon.resources > 0, "carbon.resources", "must be > 0");
   need(c.log.format == "text" || c.log.format == "json", "log.format", "must be text or json, got '" + c.log.format + "'");
   need(c.log.every >= 1, "log.every", "must be >= 1");
+  need(c.export_format == "libtorch" || c.export_format == "torch_save", "export_format",
+       "must be libtorch or torch_save, got '" + c.export_format + "'");
   need(c.status.interval_s > 0, "status.interval_s", "must be > 0");
   need(c.peak_flops > 0, "peak_flops", "must be > 0");
   need(!c.job_id.empty() && c.job_id.size() <= 128, "job_id", "must be 1..128 characters");

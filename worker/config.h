@@ -74,6 +74,7 @@ struct JobConfig {
   std::string summary_path;
   std::string job_id = "greenshard";
   std::string export_path;       // consolidated state dict at the end ("" = none)
+  std::string export_format = "libtorch";  // libtorch | torch_save
 };
 
 // Field paths ("model.layers", ...) with their help text, for --help.

@@ -483,7 +483,10 @@ int train(const JobConfig& cfg) {
   // ---- 7. final checkpoint, summary, export -------------------------------
   account();
   save(final_state == "preempted" ? "preempted" : "final");
-  if (!cfg.export_path.empty() && final_state == "succeeded") shard::export_full_state_dict(fsdp, cfg.export_path);
+  if (!cfg.export_path.empty() && final_state == "succeeded")
+    shard::export_full_state_dict(fsdp, cfg.export_path,
+                                  cfg.export_format == "torch_save" ? shard::ExportFormat::kTorchSave
+                                                                    : shard::ExportFormat::kLibTorchArchive);
   if (lead) {
     const double sci = st.tokens > 0 ? (st.operational_g + st.embodied_g) / (st.tokens / 1000.0) : NAN;
     json summary{{"state", final_state},

@@ -8,6 +8,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -488,26 +490,86 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
   return out;
 }
 
-void export_full_state_dict(FullyShardedModel& model, const std::string& path) {
+void export_full_state_dict(FullyShardedModel& model, const std::string& path, ExportFormat format) {
   Runtime& rt = CheckpointAccess::rt(model);
   const bool writer = rt.rendezvous()->rank() == 0;
   torch::serialize::OutputArchive archive;
+  c10::Dict<std::string, at::Tensor> dict;  // insertion-ordered, like a state_dict
   rt.for_each_full_unit([&](Unit& u, const std::vector<at::Tensor>& values) {
-    if (writer)
-      for (size_t i = 0; i < values.size(); ++i) archive.write(u.layout().entries()[i].name, values[i]);
+    if (!writer) return;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::string& name = u.layout().entries()[i].name;
+      if (format == ExportFormat::kTorchSave)
+        dict.insert(name, values[i].to(at::kCPU));
+      else
+        archive.write(name, values[i]);
+    }
   });
   std::string error;
   if (writer) {
     try {
-      const std::string tmp = path + ".tmp";
-      archive.save_to(tmp);
-      fs::rename(tmp, path);
+      if (format == ExportFormat::kTorchSave) {
+        const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+        write_durable(path, std::string(bytes.begin(), bytes.end()));
+      } else {
+        const std::string tmp = path + ".tmp";
+        archive.save_to(tmp);
+        {
+          Fd fd(::open(tmp.c_str(), O_RDONLY));
+          if (fd.fd < 0 || ::fsync(fd.fd) != 0) throw std::runtime_error("fsync failed: " + tmp);
+        }
+        fs::rename(tmp, path);
+        fsync_dir(path);
+      }
+    } catch (const c10::Error& e) {
+      error = std::string("export_full_state_dict: cannot write ") + path + ": " + e.what_without_backtrace();
     } catch (const std::exception& e) {
       error = std::string("export_full_state_dict: cannot write ") + path + ": " + e.what();
     }
   }
   agree_or_throw(rt, error, "export_full_state_dict: rank 0 failed to write " + path);
 }
+
+namespace {
+
+// Tensors by name from either export format. A LibTorch archive is tried
+// first; a torch.save / pickle_save file must hold a dict of str -> Tensor
+// (an OrderedDict state_dict is such a dict).
+std::function<bool(const std::string&, at::Tensor&)> open_full_state_dict(const std::string& path) {
+  auto archive = std::make_shared<torch::serialize::InputArchive>();
+  std::string archive_error;
+  try {
+    archive->load_from(path);
+    return [archive](const std::string& name, at::Tensor& t) { return archive->try_read(name, t); };
+  } catch (const c10::Error& e) {
+    archive_error = e.what_without_backtrace();
+  }
+  std::string bytes = read_all(path);
+  c10::IValue v;
+  try {
+    v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("import_full_state_dict: " + path +
+                             " is neither a LibTorch archive nor a torch.save file: " + archive_error.substr(0, 200));
+  }
+  if (!v.isGenericDict())
+    throw std::runtime_error("import_full_state_dict: " + path + " holds a " + v.tagKind() +
+                             ", not a dict of name -> tensor");
+  auto table = std::make_shared<std::map<std::string, at::Tensor>>();
+  for (const auto& kv : v.toGenericDict()) {
+    if (!kv.key().isString() || !kv.value().isTensor())
+      throw std::runtime_error("import_full_state_dict: " + path + " holds a dict entry that is not name -> tensor");
+    (*table)[kv.key().toStringRef()] = kv.value().toTensor();
+  }
+  return [table](const std::string& name, at::Tensor& t) {
+    auto it = table->find(name);
+    if (it == table->end()) return false;
+    t = it->second;
+    return true;
+  };
+}
+
+}  // namespace
 
 void import_full_state_dict(FullyShardedModel& model, const std::string& path) {
   Runtime& rt = CheckpointAccess::rt(model);
@@ -516,14 +578,13 @@ void import_full_state_dict(FullyShardedModel& model, const std::string& path) {
   std::string error;
   try {
     if (!fs::exists(path)) throw std::runtime_error("import_full_state_dict: missing file " + path);
-    torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    auto read = open_full_state_dict(path);
     for (auto& u : rt.units()) {
       const auto& l = u->layout();
       at::Tensor flat = at::zeros({l.padded_numel()}, at::kFloat);
       for (const auto& e : l.entries()) {
         at::Tensor t;
-        if (!archive.try_read(e.name, t))
+        if (!read(e.name, t))
           throw std::runtime_error("import_full_state_dict: " + path + " has no parameter '" + e.name + "'");
         if (t.sizes().vec() != e.shape)
           throw std::runtime_error("import_full_state_dict: " + path + ": parameter '" + e.name + "' has shape " +

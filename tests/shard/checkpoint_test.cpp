@@ -7,9 +7,12 @@
 #include "shard/rendezvous.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -40,6 +43,7 @@ int run_rank() {
     spec.steps = std::stoi(env_or("GS_STEPS", "5"));
     spec.import_path = env_or("GS_IMPORT", "");
     spec.export_path = env_or("GS_EXPORT", "");
+    spec.export_torch_save = env_or("GS_EXPORT_FORMAT", "") == "torch_save";
     spec.dump_optimizer = true;
     if (!env_or("GS_KILL_DURING_SAVE", "").empty() && env_or("RANK", "0") == "1") {
       // Rank 1 is SIGKILLed the moment the save of step GS_KILL_DURING_SAVE
@@ -282,12 +286,77 @@ TEST(ConsolidatedStateDict, ExportOnTwoRanksImportsOnThreeAndLoadsInLibTorch) {
   auto b = launch(3, {{"GS_STEPS", "0"}, {"GS_SEED", "99"}, {"GS_IMPORT", file}, {"GS_OUT", dir.file("b.pt")}});
   ASSERT_TRUE(b.ok()) << b.output();
   auto rb = gstest::load_result(dir.file("b.pt"));
-  for (const auto& [name, t] : ra.params)
-    if (name.rfind("adam.", 0) != 0) EXPECT_TRUE(at::equal(rb.params.at(name), t)) << name;
+  for (const auto& [name, t] : ra.params) {
+    if (name.rfind("adam.", 0) != 0) {
+      EXPECT_TRUE(at::equal(rb.params.at(name), t)) << name;
+    }
+  }
   // Another model's file: a clear error naming the parameter.
   auto c = launch(2, {{"GS_STEPS", "0"}, {"GS_LAYERS", "4"}, {"GS_IMPORT", file}, {"GS_OUT", dir.file("c.pt")}});
   EXPECT_FALSE(c.ok());
   EXPECT_NE(c.output().find("has no parameter 'h.3."), std::string::npos) << c.output();
+}
+
+TEST(ConsolidatedStateDict, TorchSaveExportReadsInPickleLoadAndByTorchLoadsProtocolAndImportsOnFour) {
+  gstest::TempDir dir;
+  const std::string file = dir.file("full_torch_save.pt");
+  auto a = launch(2, {{"GS_STEPS", "2"}, {"GS_EXPORT", file}, {"GS_EXPORT_FORMAT", "torch_save"}, {"GS_OUT", dir.file("a.pt")}});
+  ASSERT_TRUE(a.ok()) << a.output();
+  auto ra = gstest::load_result(dir.file("a.pt"));
+  std::map<std::string, at::Tensor> want;
+  for (const auto& [name, t] : ra.params)
+    if (name.rfind("adam.", 0) != 0) want[name] = t.contiguous();
+  ASSERT_FALSE(want.empty());
+
+  // C++: torch::jit::pickle_load (LibTorch's reader of torch.save files).
+  std::ifstream in(file, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  c10::IValue v = torch::jit::pickle_load(bytes);
+  ASSERT_TRUE(v.isGenericDict());
+  size_t n = 0;
+  for (const auto& kv : v.toGenericDict()) {
+    const std::string name = kv.key().toStringRef();
+    ASSERT_TRUE(want.count(name)) << "unexpected entry " << name;
+    EXPECT_TRUE(at::equal(kv.value().toTensor(), want[name])) << name;
+    ++n;
+  }
+  EXPECT_EQ(n, want.size());
+
+  // Python's torch.load protocol (zip, data.pkl, _rebuild_tensor_v2,
+  // persistent storages), followed by a standard-library reader because
+  // PyTorch itself cannot be installed here: every tensor bitwise equal.
+  const std::string out = dir.file("py");
+  auto py = gstest::run_process({"/usr/bin/env", "python3", GS_SOURCE_DIR "/tests/shard/read_torch_save.py", file, out}, {},
+                                std::chrono::seconds(120));
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  std::ifstream index_file(out + "/index.json");
+  auto index = nlohmann::json::parse(index_file);
+  ASSERT_EQ(index.size(), want.size());
+  for (const auto& e : index) {
+    const std::string name = e.at("name");
+    ASSERT_TRUE(want.count(name)) << name;
+    const at::Tensor& t = want[name];
+    EXPECT_EQ(e.at("dtype"), "float32") << name;
+    EXPECT_EQ(e.at("shape").get<std::vector<int64_t>>(), t.sizes().vec()) << name;
+    std::ifstream f(out + "/" + e.at("file").get<std::string>(), std::ios::binary);
+    std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(raw.size(), t.numel() * sizeof(float)) << name;
+    EXPECT_EQ(std::memcmp(raw.data(), t.data_ptr(), raw.size()), 0) << name;
+  }
+
+  // Import of the torch.save file into a differently seeded model on 4 ranks.
+  auto b = launch(4, {{"GS_STEPS", "0"}, {"GS_SEED", "7"}, {"GS_IMPORT", file}, {"GS_OUT", dir.file("b.pt")}});
+  ASSERT_TRUE(b.ok()) << b.output();
+  auto rb = gstest::load_result(dir.file("b.pt"));
+  for (const auto& [name, t] : want) EXPECT_TRUE(at::equal(rb.params.at(name), t)) << name;
+
+  // A file that is neither format: a clear error naming it.
+  const std::string junk = dir.file("junk.pt");
+  std::ofstream(junk) << "not a state dict";
+  auto c = launch(2, {{"GS_STEPS", "0"}, {"GS_IMPORT", junk}, {"GS_OUT", dir.file("c.pt")}});
+  EXPECT_FALSE(c.ok());
+  EXPECT_NE(c.output().find(junk + " is neither a LibTorch archive nor a torch.save file"), std::string::npos)
+      << c.output();
 }
 
 TEST(CheckpointRetention, KeepsTheNewestK) {

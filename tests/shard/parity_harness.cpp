@@ -156,7 +156,10 @@ TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& op
     mem->total_numel = stats.total_param_numel;
     for (const auto& u : fsdp.units()) mem->padded_total += u.padded_numel;
   }
-  if (!spec.export_path.empty()) shard::export_full_state_dict(fsdp, spec.export_path);
+  if (!spec.export_path.empty())
+    shard::export_full_state_dict(fsdp, spec.export_path,
+                                  spec.export_torch_save ? shard::ExportFormat::kTorchSave
+                                                         : shard::ExportFormat::kLibTorchArchive);
   r.params = fsdp.full_parameters();
   if (spec.dump_optimizer) add_optimizer_state(fsdp, opt, r.params);
   rdzv->world()->barrier()->wait();

@@ -29,6 +29,7 @@ struct TrainSpec {
   int model_seed = 1234;
   // Consolidated state dict: import before training, export after it.
   std::string import_path, export_path;
+  bool export_torch_save = false;  // torch.save format instead of a LibTorch archive
   // Add AdamW's state (gathered, by parameter) to the result's params.
   bool dump_optimizer = false;
 };

@@ -61,6 +61,8 @@ const SpecCase kSpecs[] = {
     {"not YAML at all", "model: {layers: [", "not valid JSON or YAML"},
     {"bfloat16 compute", "sharding: {param_dtype: bfloat16}", ""},
     {"an unknown dtype", "sharding: {param_dtype: fp8}", "sharding.param_dtype: must be float32 or bfloat16"},
+    {"a torch.save export", "export_path: final.pt\nexport_format: torch_save\n", ""},
+    {"an unknown export format", "export_format: safetensors", "export_format: must be libtorch or torch_save"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, Spec, ::testing::ValuesIn(kSpecs),
@@ -93,7 +95,7 @@ TEST(Spec, TrainIsRequiredAndEnvironmentThenFlagsOverrideTheFile) {
   greenshard::apply_config_text(back, js, "printed");
   EXPECT_EQ(back.carbon.region, "SE");
   EXPECT_EQ(back.metrics.port, 9400);
-  EXPECT_EQ(greenshard::config_fields().size(), 51u) << "--help documents every field";
+  EXPECT_EQ(greenshard::config_fields().size(), 52u) << "--help documents every field";
 }
 
 TEST(LaunchPlan, TorchrunKubernetesAndStandalone) {

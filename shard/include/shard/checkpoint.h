@@ -48,14 +48,23 @@ struct LoadedCheckpoint {
 LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt, const std::string& dir);
 
 // Consolidated export (collective): rank 0 writes the full, unflattened
-// parameters by qualified name as a LibTorch archive
-// (torch::serialize::InputArchive reads it; each tensor under its name).
-// Units are gathered one at a time, so no rank holds more than one unit's
-// unsharded buffer; rank 0 accumulates the fp32 copies it writes.
-void export_full_state_dict(FullyShardedModel& model, const std::string& path);
+// parameters by qualified name. Units are gathered one at a time, so no rank
+// holds more than one unit's unsharded buffer; rank 0 accumulates the fp32
+// copies it writes. Written to <path>.tmp, fsync'ed, renamed.
+enum class ExportFormat {
+  // A LibTorch archive (torch::serialize::InputArchive reads it; each
+  // tensor under its name).
+  kLibTorchArchive,
+  // torch.save's zip format holding a dict {name: tensor} (written with
+  // torch::jit::pickle_save): Python's torch.load(path) returns the state dict,
+  // torch::jit::pickle_load reads it in C++.
+  kTorchSave,
+};
+void export_full_state_dict(FullyShardedModel& model, const std::string& path,
+                            ExportFormat format = ExportFormat::kLibTorchArchive);
 
-// Import (collective): every rank reads such an archive (or one LibTorch's
-// torch::save(module) wrote) and keeps its shard of every unit. Throws
+// Import (collective): every rank reads either export format (or an archive
+// LibTorch's torch::save(module) wrote, or a torch.save(state_dict) file) and keeps its shard of every unit. Throws
 // std::runtime_error naming the file and the parameter when one is missing
 // or has another shape; the model is untouched then.
 void import_full_state_dict(FullyShardedModel& model, const std::string& path);
