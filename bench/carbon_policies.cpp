@@ -113,6 +113,9 @@ double time_cycle(const carbon::Catalog& cat, const Options& o, int* placed) {
   }
   PlacementOptions opt;
   opt.max_lookahead = Hours{48};
+  // Capacity pricing on, as in the simulation (a flat expected load of 50 %),
+  // so the timed pass includes re-pricing after every commit.
+  opt.expected_load_by_hour_of_week.assign(168, 0.5);
   std::vector<double> times;
   for (int rep = 0; rep < o.cycle_reps; ++rep) {
     CapacityLedger ledger;
@@ -168,9 +171,10 @@ int main(int argc, char** argv) {
               100 * (1 - util));
   std::printf("# every job may run in every region (no latency or residency cap); decisions are final at submission;\n"
               "# look-ahead %ld h; interruptible jobs: <= %d windows, 10 min resume overhead each; a later plan must be\n"
-              "# > %.0f%% cheaper to beat an earlier one\n\n",
+              "# > %.0f%% cheaper to beat an earlier one; spatio-temporal prices capacity (weight %.2f) by the load per\n"
+              "# hour of the week it realized in past weeks (learning rate %.2f per week), never by future jobs\n\n",
               static_cast<long>(cfg.placement.max_lookahead.count()), cfg.placement.max_windows,
-              100 * cfg.placement.prefer_earlier_within);
+              100 * cfg.placement.prefer_earlier_within, cfg.placement.capacity_price_weight, cfg.load_learning_rate);
 
   const std::vector<SimPolicy> all{SimPolicy::kFifo, SimPolicy::kTemporal, SimPolicy::kSpatial,
                                    SimPolicy::kSpatioTemporal, SimPolicy::kOracle};
@@ -212,6 +216,15 @@ int main(int argc, char** argv) {
     auto s = simulate(trace, c, SimPolicy::kSpatioTemporal);
     std::printf("prefer_earlier_within %.2f (default %.2f): saved %.2f%%, misses %d\n", tol,
                 cfg.placement.prefer_earlier_within, 100 * (fifo_g - s.total_grams) / fifo_g, s.deadline_misses);
+  }
+  for (double w : {0.0, 0.5, 1.0}) {
+    SimConfig c = cfg;
+    c.placement.capacity_price_weight = w;
+    c.learn_expected_load = w > 0;
+    auto s = simulate(trace, c, SimPolicy::kSpatioTemporal);
+    std::printf("capacity_price_weight %.2f (default %.2f%s): saved %.2f%%, misses %d\n", w,
+                cfg.placement.capacity_price_weight, w == 0 ? ", 0 = no capacity pricing" : "",
+                100 * (fifo_g - s.total_grams) / fifo_g, s.deadline_misses);
   }
   {
     SimConfig c = cfg;

@@ -51,6 +51,8 @@ struct Prepared {
   int forecast_slots = 0;         // slots backed by the real forecast
   std::vector<double> intensity;  // per slot (extended beyond forecast_slots)
   std::vector<double> prefix;     // prefix[k] = sum intensity[0..k)
+  std::vector<double> score;      // per slot: what ranking uses (intensity + capacity price)
+  std::vector<double> sprefix;    // prefix sums of score
   std::vector<int> capacity;      // per slot
   std::vector<int> used;          // per slot, from the ledger (updated by place_all)
   int max_capacity = 0;
@@ -88,6 +90,8 @@ Prepared prepare(const Region& r, Time now, int n, const CapacityLedger& ledger)
   p.prefix.resize(static_cast<size_t>(n) + 1);
   p.prefix[0] = 0;
   for (int k = 0; k < n; ++k) p.prefix[k + 1] = p.prefix[k] + p.intensity[k];
+  p.score = p.intensity;
+  p.sprefix = p.prefix;
   p.capacity.assign(static_cast<size_t>(n), r.capacity);
   for (int k = 0; k < n && k < static_cast<int>(r.capacity_by_hour.size()); ++k) p.capacity[k] = r.capacity_by_hour[k];
   p.max_capacity = n ? *std::max_element(p.capacity.begin(), p.capacity.end()) : 0;
@@ -102,9 +106,11 @@ Prepared prepare(const Region& r, Time now, int n, const CapacityLedger& ledger)
 struct Plan {
   bool ok = false;
   double op_g = 0, emb_g = 0;
+  double score_g = 0;                     // op_g with capacity prices (ranking only)
   std::vector<std::pair<int, int>> runs;  // [first slot, last slot + 1)
   double last_frac = 1.0;                 // fraction of the last slot used
   double cost() const { return op_g + emb_g; }
+  double rank() const { return score_g + emb_g; }
   int first() const { return runs.front().first; }
 };
 
@@ -124,15 +130,17 @@ JobShape shape(const Job& job, const Region& r) {
 
 // Integral of intensity (x hours) between positions x0 <= x1, measured in
 // hours from floor_hour(now); requires x1 <= n.
-double intensity_hours(const Prepared& p, double x0, double x1) {
+double integral_hours(const std::vector<double>& val, const std::vector<double>& prefix, double x0, double x1) {
   auto F = [&](double x) {
     size_t k = static_cast<size_t>(std::floor(x));
-    double v = p.prefix[k];
-    if (k < p.intensity.size()) v += (x - static_cast<double>(k)) * p.intensity[k];
+    double v = prefix[k];
+    if (k < val.size()) v += (x - static_cast<double>(k)) * val[k];
     return v;
   };
   return F(x1) - F(x0);
 }
+double intensity_hours(const Prepared& p, double x0, double x1) { return integral_hours(p.intensity, p.prefix, x0, x1); }
+double score_hours(const Prepared& p, double x0, double x1) { return integral_hours(p.score, p.sprefix, x0, x1); }
 
 // Offset of `now` into its hour, in hours.
 double now_offset(Time now) { return static_cast<double>((now - floor_hour(now)).count()) / 3600.0; }
@@ -177,10 +185,11 @@ Plan best_contiguous(const Prepared& p, const Job& job, const JobShape& js, int 
     }
     Time start = slot_time(now, s);
     if (!earliest_only && start + job.duration > deadline) break;
-    double op = js.kw * intensity_hours(p, x0, x0 + js.hours);
-    if (!best.ok || op < best.op_g * (1 - tol) - kEps) {
+    double sc = js.kw * score_hours(p, x0, x0 + js.hours);
+    if (!best.ok || sc < best.score_g * (1 - tol) - kEps) {
       best.ok = true;
-      best.op_g = op;
+      best.score_g = sc;
+      best.op_g = js.kw * intensity_hours(p, x0, x0 + js.hours);
       best.runs = {{s, s + Ls}};
     }
     if (earliest_only) break;
@@ -199,7 +208,8 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
   for (int k = first_slot; k < end_slot; ++k)
     if (p.capacity[k] - p.used[k] >= job.gpus) feas.push_back(k);
   double ov_h = static_cast<double>(job.resume_overhead.count()) / 3600.0;
-  auto cheaper = [&](int a, int b) { return p.intensity[a] < p.intensity[b] || (p.intensity[a] == p.intensity[b] && a < b); };
+  const auto& sv = p.score;   // ranking values (intensity + capacity price)
+  auto cheaper = [&](int a, int b) { return sv[a] < sv[b] || (sv[a] == sv[b] && a < b); };
   auto& chosen = scratch().chosen;
   chosen.assign(static_cast<size_t>(end_slot), 0);
   double hours = js.hours;
@@ -248,7 +258,7 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
         for (int e = first_slot; e < end_slot; ++e) {
           if (!chosen[e]) continue;
           bool edge = (e == first_slot || !chosen[e - 1]) || (e + 1 == end_slot || !chosen[e + 1]);
-          if (edge && (worst < 0 || p.intensity[e] > p.intensity[worst])) worst = e;
+          if (edge && (worst < 0 || sv[e] > sv[worst])) worst = e;
         }
         chosen[worst] = 0;
       }
@@ -266,10 +276,11 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
   (void)windows;
   best.ok = true;
   int last = -1;
-  double sum = 0;
+  double sum = 0, ssum = 0;
   for (int k = first_slot; k < end_slot; ++k) {
     if (!chosen[k]) continue;
     sum += p.intensity[k];
+    ssum += sv[k];
     last = k;
     if (best.runs.empty() || best.runs.back().second != k) best.runs.push_back({k, k + 1});
     else best.runs.back().second = k + 1;
@@ -278,7 +289,9 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
   double frac = hours - (L - 1);
   best.last_frac = frac;
   sum -= (1.0 - frac) * p.intensity[last];
+  ssum -= (1.0 - frac) * sv[last];
   best.op_g = js.kw * sum;
+  best.score_g = js.kw * ssum;
   best.emb_g = js.emb_per_h * hours;
   return best;
 }
@@ -298,7 +311,57 @@ struct PassContext {
   std::vector<Prepared> prepared;
   Time now;
   int n = 0;
+  // Capacity pricing (PlacementOptions::expected_load_by_hour_of_week).
+  bool priced = false;
+  double price_weight = 1.0;
+  std::vector<double> expected;          // per slot: expected busy GPUs over all usable regions
+  std::vector<std::vector<int>> order;   // per slot: usable regions, cleanest first
+  std::vector<double> theta;             // per slot: marginal intensity
 };
+
+// Hour of the week of slot k (0 = Monday 00:00 UTC).
+int hour_of_week(Time now, int k) {
+  auto h = to_unix(floor_hour(now)) / 3600 + k;
+  auto day = ((h / 24) % 7 + 7 + 3) % 7;   // 1970-01-01 was a Thursday
+  return static_cast<int>(day * 24 + ((h % 24) + 24) % 24);
+}
+
+// Marginal intensity of slot k: fill max(expected, planned) GPUs cleanest
+// region first; theta is the intensity of the region where the fill ends.
+double marginal_intensity(const PassContext& ctx, int k) {
+  const auto& ord = ctx.order[k];
+  if (ord.empty()) return 0;
+  double booked = 0;
+  for (int ri : ord) booked += ctx.prepared[ri].used[k];
+  double load = std::max(ctx.expected[k], booked);
+  double cum = 0;
+  for (int ri : ord) {
+    const auto& p = ctx.prepared[ri];
+    cum += p.capacity[k];
+    if (cum >= load) return load > 0 ? p.intensity[k] : ctx.prepared[ord.front()].intensity[k];
+  }
+  return ctx.prepared[ord.back()].intensity[k];
+}
+
+// Recomputes theta and the scores of slots [a, b); prefix sums from a.
+void reprice(PassContext& ctx, int a, int b, bool force) {
+  int first_changed = -1;
+  for (int k = a; k < b; ++k) {
+    double t = marginal_intensity(ctx, k);
+    if (!force && t == ctx.theta[k]) continue;
+    ctx.theta[k] = t;
+    if (first_changed < 0) first_changed = k;
+    for (int ri : ctx.order[k]) {
+      auto& p = ctx.prepared[ri];
+      p.score[k] = p.intensity[k] + ctx.price_weight * std::max(0.0, t - p.intensity[k]);
+    }
+  }
+  if (first_changed < 0) return;
+  for (auto& p : ctx.prepared) {
+    if (!p.problem.empty()) continue;
+    for (int k = first_changed; k < ctx.n; ++k) p.sprefix[k + 1] = p.sprefix[k] + p.score[k];
+  }
+}
 
 int find_region(const PassContext& ctx, const std::string& name) {
   for (size_t i = 0; i < ctx.prepared.size(); ++i)
@@ -387,7 +450,7 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
         // Windows use whole hours: skip the partial hour of `now`.
         int wfirst = std::max(first_slot, now_offset(now) > 0 ? 1 : 0);
         Plan w = best_windows(p, job, js, wfirst, end_slot, opt.max_windows);
-        if (w.ok && (!plan.ok || w.cost() < plan.cost() * (1 - (w.first() > plan.first() ? opt.prefer_earlier_within : 0)) - kEps))
+        if (w.ok && (!plan.ok || w.rank() < plan.rank() * (1 - (w.first() > plan.first() ? opt.prefer_earlier_within : 0)) - kEps))
           plan = w;
       }
       if (!plan.ok) {
@@ -402,9 +465,9 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
     if (!plan.ok) continue;
     const double tol = opt.prefer_earlier_within;
     bool better = best_r < 0 ||
-                  (plan.first() > best.first() ? plan.cost() < best.cost() * (1 - tol) - kEps
-                   : plan.first() < best.first() ? plan.cost() <= best.cost() * (1 + tol) + kEps
-                                                 : plan.cost() < best.cost() - kEps);
+                  (plan.first() > best.first() ? plan.rank() < best.rank() * (1 - tol) - kEps
+                   : plan.first() < best.first() ? plan.rank() <= best.rank() * (1 + tol) + kEps
+                                                 : plan.rank() < best.rank() - kEps);
     if (!deadline_bound && best_r >= 0) {
       // Latency-first baselines: earliest start wins, then grams.
       better = plan.first() < best.first() || (plan.first() == best.first() && plan.cost() < best.cost() - kEps);
@@ -478,6 +541,35 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
   ctx.n = static_cast<int>(std::max<long>(1, opt.max_lookahead.count()));
   ctx.prepared.reserve(regions.size());
   for (const auto& r : regions) ctx.prepared.push_back(prepare(r, now, ctx.n, planned));
+  const auto& prof = opt.expected_load_by_hour_of_week;
+  bool deadline_bound = opt.policy == Policy::kTemporal || opt.policy == Policy::kSpatioTemporal;
+  if (prof.empty() || !deadline_bound) return ctx;
+  if (prof.size() != 168)
+    throw CarbonError("placement: expected_load_by_hour_of_week has " + std::to_string(prof.size()) +
+                      " entries (need 168)");
+  if (!(opt.capacity_price_weight >= 0) || !std::isfinite(opt.capacity_price_weight))
+    throw CarbonError("placement: capacity_price_weight must be a finite number >= 0");
+  ctx.priced = true;
+  ctx.price_weight = opt.capacity_price_weight;
+  ctx.expected.assign(static_cast<size_t>(ctx.n), 0);
+  ctx.order.assign(static_cast<size_t>(ctx.n), {});
+  ctx.theta.assign(static_cast<size_t>(ctx.n), std::numeric_limits<double>::quiet_NaN());
+  for (int k = 0; k < ctx.n; ++k) {
+    double total = 0;
+    auto& ord = ctx.order[k];
+    for (size_t i = 0; i < ctx.prepared.size(); ++i) {
+      if (!ctx.prepared[i].problem.empty()) continue;
+      ord.push_back(static_cast<int>(i));
+      total += ctx.prepared[i].capacity[k];
+    }
+    std::sort(ord.begin(), ord.end(), [&](int a, int b) {
+      return ctx.prepared[a].intensity[k] < ctx.prepared[b].intensity[k] ||
+             (ctx.prepared[a].intensity[k] == ctx.prepared[b].intensity[k] && a < b);
+    });
+    double f = prof[static_cast<size_t>(hour_of_week(now, k))];
+    ctx.expected[k] = std::clamp(std::isfinite(f) ? f : 0.0, 0.0, 1.0) * total;
+  }
+  reprice(ctx, 0, ctx.n, /*force=*/true);
   return ctx;
 }
 
@@ -487,11 +579,15 @@ void commit(PassContext& ctx, CapacityLedger& planned, const Job& job, const Dec
   if (ri < 0) return;
   auto& p = ctx.prepared[ri];
   Time h0 = floor_hour(ctx.now);
+  int lo = ctx.n, hi = 0;
   for (const auto& w : d.windows) {
     int a = static_cast<int>((floor_hour(w.start) - h0) / Hours{1});
     int b = static_cast<int>((ceil_hour(w.end) - h0) / Hours{1});
     for (int k = std::max(a, 0); k < std::min(b, ctx.n); ++k) p.used[k] += job.gpus;
+    lo = std::min(lo, std::max(a, 0));
+    hi = std::max(hi, std::min(b, ctx.n));
   }
+  if (ctx.priced && lo < hi) reprice(ctx, lo, hi, /*force=*/false);
 }
 
 }  // namespace

@@ -188,6 +188,30 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
       return true;
     };
     std::vector<Job> batch;
+    // Learned expected load per hour of the week (capacity pricing).
+    const bool learn = config.learn_expected_load && policy == SimPolicy::kSpatioTemporal;
+    double total_capacity = 0;
+    for (const auto& r : config.regions) total_capacity += r.capacity;
+    std::vector<double> load_how(168, 0.0);
+    std::vector<int> seen_how(168, 0);
+    int buckets_seen = 0;
+    Time learned_until = t;
+    auto learn_until = [&](Time now) {
+      for (; learned_until < now; learned_until += Hours{1}) {
+        double busy = 0;
+        for (const auto& r : config.regions) busy += ledger.used(r.zone, learned_until);
+        double u = total_capacity > 0 ? busy / total_capacity : 0.0;
+        auto h = to_unix(learned_until) / 3600;
+        size_t how = static_cast<size_t>(((h / 24 + 3) % 7) * 24 + h % 24);   // Monday 00:00 = 0
+        if (seen_how[how]++ == 0) {
+          load_how[how] = u;
+          ++buckets_seen;
+        } else {
+          load_how[how] += config.load_learning_rate * (u - load_how[how]);
+        }
+      }
+      if (buckets_seen == 168) opt.expected_load_by_hour_of_week = load_how;
+    };
     while (next < order.size() || !pending.empty() || !waiting.empty()) {
       if (t > give_up) throw CarbonError("simulator: jobs still unplaced 60 days after the last submission (capacity too small?)");
       while (next < order.size() && ceil_hour(trace[order[next]].submit) <= t) pending.push_back(order[next++]);
@@ -216,6 +240,7 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         if (t == Time::max()) break;
         continue;
       }
+      if (learn) learn_until(t);
       // Forecasts issued at t.
       for (size_t ri = 0; ri < regions.size(); ++ri) {
         const auto& a = actual_of(config, regions[ri].name);

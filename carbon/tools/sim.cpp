@@ -30,7 +30,7 @@ namespace {
                "         [--trace FILE | --seed N --jobs-per-workday X --from DATE --to DATE]\n"
                "         [--write-trace FILE] [--forecast perfect|persistence|seasonal24|seasonal168|blend[+noiseP]]\n"
                "         [--policies fifo,temporal,spatial,spatio-temporal,oracle] [--max-windows N]\n"
-               "         [--lookahead-h N] [--prefer-earlier F] [--replan-every-h N] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n",
+               "         [--lookahead-h N] [--prefer-earlier F] [--capacity-price W] [--replan-every-h N] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n",
                msg.c_str());
   std::exit(2);
 }
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     else usage("missing value for " + a);
     static const char* known[] = {"--data", "--regions", "--capacity", "--pue", "--hardware", "--trace", "--seed",
                                   "--jobs-per-workday", "--from", "--to", "--write-trace", "--forecast", "--policies",
-                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--replan-every-h", "--csv", "--jobs-csv", "--svg", "--week"};
+                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--capacity-price", "--replan-every-h", "--csv", "--jobs-csv", "--svg", "--week"};
     bool ok = false;
     for (auto k : known) ok = ok || a == k;
     if (!ok) usage("unknown flag '" + a + "'");
@@ -105,6 +105,9 @@ int main(int argc, char** argv) {
     cfg.placement.max_windows = static_cast<int>(number("--max-windows", get("--max-windows", "6"), 1));
     cfg.replan_every = carbon::Hours{static_cast<long>(number("--replan-every-h", get("--replan-every-h", "0"), 0))};
     cfg.placement.prefer_earlier_within = number("--prefer-earlier", get("--prefer-earlier", "0.05"), 0);
+    // Capacity pricing of the spatio-temporal policy (0 = off).
+    cfg.placement.capacity_price_weight = number("--capacity-price", get("--capacity-price", "0.75"), 0);
+    cfg.learn_expected_load = cfg.placement.capacity_price_weight > 0;
     cfg.placement.max_lookahead = carbon::Hours{static_cast<long>(number("--lookahead-h", get("--lookahead-h", "192"), 24))};
 
     std::vector<carbon::Job> trace;

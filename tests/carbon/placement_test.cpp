@@ -245,6 +245,124 @@ TEST(Placement, InterruptibleWindowsRespectMaxWindowsAndOverhead) {
   EXPECT_EQ(one.windows.size(), 1u);
 }
 
+// Capacity pricing (PlacementOptions::expected_load_by_hour_of_week). kNow is
+// a Monday 00:00, so slot k is hour k of the week. Regions: A clean (50) and
+// B dirty (300), 16 GPUs each unless the case says otherwise.
+struct PricingCase {
+  const char* name;
+  std::vector<RegionSpec> regions;
+  int deadline_h;                 // job: 8 GPUs, 4 h, not interruptible
+  std::vector<Reservation> planned;
+  int busy_to_h;                  // expected load `busy_load` in hours [0, busy_to_h), 0 after
+  double busy_load;
+  double weight;                  // capacity_price_weight
+  std::string region;
+  std::vector<std::pair<int, int>> windows;
+};
+
+void PrintTo(const PricingCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class CapacityPricingTable : public ::testing::TestWithParam<PricingCase> {};
+
+TEST_P(CapacityPricingTable, RanksByIntensityPlusTheOpportunityCostOfCapacity) {
+  const auto& c = GetParam();
+  std::vector<Region> regions;
+  for (const auto& r : c.regions) regions.push_back(make_region(r));
+  CapacityLedger ledger;
+  for (const auto& p : c.planned) ledger.reserve(p.region, kNow + Hours{p.from_h}, kNow + Hours{p.to_h}, p.gpus);
+  Job job{"job", 8, Hours{4}, kNow, kNow + Hours{c.deadline_h}, "A", {}, false};
+  PlacementOptions opt;
+  opt.max_lookahead = Hours{48};
+  opt.expected_load_by_hour_of_week.assign(168, 0.0);
+  for (int h = 0; h < c.busy_to_h; ++h) opt.expected_load_by_hour_of_week[h] = c.busy_load;
+  opt.capacity_price_weight = c.weight;
+  auto d = place(job, regions, ledger, kNow, opt);
+  ASSERT_TRUE(d.feasible) << d.explanation;
+  EXPECT_EQ(d.region, c.region) << d.explanation;
+  std::vector<std::pair<int, int>> got;
+  for (const auto& w : d.windows)
+    got.emplace_back(static_cast<int>((w.start - kNow) / Hours{1}), static_cast<int>((w.end - kNow) / Hours{1}));
+  EXPECT_EQ(got, c.windows) << d.explanation;
+  // Prices only rank plans: the reported grams are the forecast's.
+  double per_h = c.region == "A" ? 50 : c.region == "B" ? 300 : 100;
+  EXPECT_DOUBLE_EQ(d.expected_grams, 8 * 4 * per_h);
+}
+
+const RegionSpec kClean{"A", 16, 50, {}};
+const RegionSpec kDirty{"B", 16, 300, {}};
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, CapacityPricingTable,
+    ::testing::Values(
+        PricingCase{"a job with slack leaves clean capacity in busy hours to the jobs that will need it",
+                    {kClean, kDirty}, 48, {}, 24, 1.0, 0.75, "A", {{24, 28}}},
+        PricingCase{"a job without slack still takes clean capacity in a busy hour",
+                    {kClean, kDirty}, 4, {}, 24, 1.0, 0.75, "A", {{0, 4}}},
+        PricingCase{"when every hour is equally busy the cleanest region still wins, now",
+                    {kClean, kDirty}, 48, {}, 168, 1.0, 0.75, "A", {{0, 4}}},
+        PricingCase{"an expected load that the clean region alone can carry puts no price on it",
+                    {kClean, kDirty}, 48, {}, 24, 0.5, 0.75, "A", {{0, 4}}},
+        PricingCase{"weight 0 turns capacity pricing off",
+                    {kClean, kDirty}, 48, {}, 24, 1.0, 0.0, "A", {{0, 4}}},
+        PricingCase{"planned load above the expectation makes busy hours expensive too",
+                    {kClean, kDirty, {"C", 16, 100, {}}}, 48, {{"B", 0, 24, 16}, {"C", 0, 24, 16}}, 0, 0.0, 0.75,
+                    "A", {{24, 28}}}),
+    [](const ::testing::TestParamInfo<PricingCase>& info) { return gstest::test_name(info.param.name); });
+
+// Decisions are final: a patient job placed in an earlier pass, then an
+// urgent one. Only capacity pricing leaves the clean hours now to the urgent
+// job.
+struct TwoPassCase {
+  const char* name;
+  double weight;
+  std::vector<std::pair<int, int>> patient_windows;
+  std::string urgent_region;
+};
+
+void PrintTo(const TwoPassCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class CapacityPricingPasses : public ::testing::TestWithParam<TwoPassCase> {};
+
+TEST_P(CapacityPricingPasses, ThePatientJobLeavesCleanCapacityToTheUrgentOne) {
+  const auto& c = GetParam();
+  std::vector<Region> regions{make_region({"A", 8, 50, {}}), make_region({"B", 64, 300, {}})};
+  PlacementOptions opt;
+  opt.max_lookahead = Hours{48};
+  opt.expected_load_by_hour_of_week.assign(168, 0.0);
+  for (int h = 0; h < 24; ++h) opt.expected_load_by_hour_of_week[h] = 1.0;
+  opt.capacity_price_weight = c.weight;
+  CapacityLedger ledger;
+  auto first = place_all({Job{"patient", 8, Hours{4}, kNow, kNow + Hours{48}, "A", {}, false}}, regions, ledger, kNow, opt);
+  ASSERT_TRUE(first[0].feasible);
+  std::vector<std::pair<int, int>> got;
+  for (const auto& w : first[0].windows)
+    got.emplace_back(static_cast<int>((w.start - kNow) / Hours{1}), static_cast<int>((w.end - kNow) / Hours{1}));
+  EXPECT_EQ(got, c.patient_windows);
+  auto second = place_all({Job{"urgent", 8, Hours{4}, kNow, kNow + Hours{4}, "A", {}, false}}, regions, ledger, kNow, opt);
+  ASSERT_TRUE(second[0].feasible);
+  EXPECT_EQ(second[0].region, c.urgent_region);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, CapacityPricingPasses,
+    ::testing::Values(
+        TwoPassCase{"a job with slack waits for clean capacity in a quiet hour so an urgent job finds it now", 0.75,
+                    {{24, 28}}, "A"},
+        TwoPassCase{"without capacity pricing the patient job takes the clean hours and the urgent one runs dirty",
+                    0.0, {{0, 4}}, "B"}),
+    [](const ::testing::TestParamInfo<TwoPassCase>& info) { return gstest::test_name(info.param.name); });
+
+TEST(Placement, ExpectedLoadProfileMustCoverTheWeek) {
+  std::vector<Region> regions{make_region(kClean)};
+  Job job{"j", 8, Hours{4}, kNow, kNow + Hours{24}, "A", {}, false};
+  PlacementOptions opt;
+  opt.expected_load_by_hour_of_week.assign(24, 0.5);
+  EXPECT_THROW(place(job, regions, CapacityLedger{}, kNow, opt), CarbonError);
+  opt.expected_load_by_hour_of_week.assign(168, 0.5);
+  opt.capacity_price_weight = -1;
+  EXPECT_THROW(place(job, regions, CapacityLedger{}, kNow, opt), CarbonError);
+}
+
 TEST(Placement, BadJobsAreInfeasibleWithAReason) {
   std::vector<Region> regions{make_region({"A", 64, 300, {}})};
   Job zero{"z", 0, Hours{1}, kNow, kNow + Hours{5}, "A", {}, false};

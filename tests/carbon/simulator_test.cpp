@@ -101,6 +101,34 @@ TEST(Simulator, ReplanningKeepsEveryJobWithinItsDeadlineWhenCapacityIsAmple) {
   EXPECT_EQ(replanned.jobs, fixed.jobs);
 }
 
+TEST(Simulator, CapacityPricesAreLearnedFromThePastOnly) {
+  auto w = world(128, 8);
+  auto priced = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  auto plain_cfg = w.cfg;
+  plain_cfg.learn_expected_load = false;
+  auto plain = simulate(w.trace, plain_cfg, SimPolicy::kSpatioTemporal);
+  // The first week has no history: no prices, the same placements.
+  const Time week2 = parse_time("2023-05-08T00:00Z");
+  int differ_after = 0;
+  for (size_t i = 0; i < w.trace.size(); ++i) {
+    bool same = priced.outcomes[i].region == plain.outcomes[i].region &&
+                priced.outcomes[i].windows.front().start == plain.outcomes[i].windows.front().start;
+    if (w.trace[i].submit < week2) EXPECT_TRUE(same) << w.trace[i].id;
+    else differ_after += same ? 0 : 1;
+  }
+  EXPECT_GT(differ_after, 0);
+  // Placements never depend on jobs submitted later.
+  const Time cut = parse_time("2023-05-22T00:00Z");
+  std::vector<Job> head;
+  for (const auto& j : w.trace)
+    if (j.submit < cut) head.push_back(j);
+  auto truncated = simulate(head, w.cfg, SimPolicy::kSpatioTemporal);
+  for (size_t i = 0; i < head.size(); ++i) {
+    EXPECT_EQ(truncated.outcomes[i].region, priced.outcomes[i].region) << head[i].id;
+    EXPECT_EQ(truncated.outcomes[i].windows.front().start, priced.outcomes[i].windows.front().start) << head[i].id;
+  }
+}
+
 TEST(Simulator, OutputsTableCsvAndSvg) {
   auto w = world(512, 3);
   auto res = compare_policies(w.trace, w.cfg, {SimPolicy::kSpatioTemporal});

@@ -55,6 +55,17 @@ struct PlacementOptions {
   // earlier one (0 = strictly cheapest). Capacity left idle now is lost,
   // capacity later can still serve jobs that arrive later.
   double prefer_earlier_within = 0.05;
+  // Capacity pricing (opportunity cost of capacity; off when empty). Entry
+  // h (0..167, hours from Monday 00:00 UTC) is the expected fraction of all
+  // usable regions' capacity busy in such an hour (e.g. what past weeks
+  // saw). For each slot, that load (or what is already planned, if more) is
+  // filled cleanest region first; the forecast intensity of the region where
+  // it ends is the slot's marginal intensity theta. Candidates are *ranked*
+  // by intensity + capacity_price_weight * max(0, theta - intensity): clean
+  // capacity in hours that will be busy is worth what the job that loses it
+  // would emit elsewhere. Grams reported are always the plain forecast ones.
+  std::vector<double> expected_load_by_hour_of_week;
+  double capacity_price_weight = 0.75;
 };
 
 struct Window {

@@ -10,6 +10,10 @@
 // can finish by its deadline falls back to the earliest possible finish in
 // its allowed regions (ignoring the deadline) and counts as a miss.
 //
+// The spatio-temporal policy prices capacity by the load of past weeks
+// (SimConfig::learn_expected_load), learned online from the simulation's
+// own realized schedule, never from future jobs.
+//
 // Policies: the four placement policies (placement.h) plus kOracle, a
 // capacity-relaxed lower bound with perfect knowledge: every job runs, hour
 // by hour, in the cleanest allowed region at the cleanest hours between its
@@ -50,6 +54,14 @@ struct SimConfig {
   // released and all of them are placed again, earliest deadline first; a
   // job that no longer fits keeps its old plan when that is still free).
   Hours replan_every{0};
+  // Capacity pricing for the spatio-temporal policy: learn
+  // PlacementOptions::expected_load_by_hour_of_week from the load the
+  // simulation has already realized (hours before the cycle: final), an
+  // exponential average per hour of the week with weight
+  // `load_learning_rate` for the newest week. Prices start once every hour
+  // of the week has been seen. Off: the given placement options as they are.
+  bool learn_expected_load = true;
+  double load_learning_rate = 0.3;
 };
 
 struct JobOutcome {
