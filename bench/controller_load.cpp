@@ -8,7 +8,8 @@
 //   bench_controller_load [--clients 1,4,16,32] [--requests 6000] [--seconds 20]
 //
 // Prints an nccl-tests style table and ends with
-//   RESULT controller_load submits_per_s=<x> p50_ms=<x> p99_ms=<x> durable=1
+//   RESULT controller_load submits_per_s=<x> p50_ms=<x> p99_ms=<x> durable=<0|1>
+// (durable=1: every acknowledged job was read back from the SQLite file)
 // for the configuration with the highest throughput whose p99 <= 10 ms (or
 // the highest throughput when none meets it).
 #include <httplib.h>
@@ -204,7 +205,10 @@ int main(int argc, char** argv) {
     for (auto& r : rows)
       if (!best || r.rate > best->rate) best = &r;
   std::printf("# headline: %d clients\n", best->clients);
-  std::printf("RESULT controller_load submits_per_s=%.1f p50_ms=%.3f p99_ms=%.3f durable=1\n", best->rate, best->p50,
-              best->p99);
-  return stored >= acked ? 0 : 1;
+  // durable=1 only when every acknowledged submission was read back from
+  // the SQLite file after the server stopped.
+  const int durable = stored >= acked ? 1 : 0;
+  std::printf("RESULT controller_load submits_per_s=%.1f p50_ms=%.3f p99_ms=%.3f durable=%d\n", best->rate, best->p50,
+              best->p99, durable);
+  return durable ? 0 : 1;
 }

@@ -97,12 +97,16 @@ YAML
 export GREENSHARD_SERVER=$URL GREENSHARD_TOKEN=$TOKEN
 ID=$("$CLI" -o json submit "$RUN/job.yaml" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 echo "quickstart: submitted job $ID"
+PROM_URL=http://127.0.0.1:$PPORT
+echo "status page:   $URL/"
+echo "Prometheus:    $PROM_URL/graph?g0.expr=greenshard_training_loss"
 "$CLI" watch "$ID" || true
 "$CLI" -o json get "$ID" > "$RUN/job-final.json"
 
-python3 - "$RUN/job-final.json" "$RUN/controller/jobs/$ID/summary.json" <<'PY'
-import json, sys
+python3 - "$RUN/job-final.json" "$RUN/controller/jobs/$ID/summary.json" "$PROM_URL" "$STEPS" <<'PY'
+import json, math, sys, time, urllib.parse, urllib.request
 job = json.load(open(sys.argv[1]))
+prom, steps = sys.argv[3], int(sys.argv[4])
 try:
     s = json.load(open(sys.argv[2]))
 except OSError:
@@ -120,14 +124,39 @@ print(f"placed         region {p.get('region')} at {p.get('start')} ({p.get('pol
 print(f"expected       {p.get('expected_grams', 0):.3f} g vs {p.get('run_now_home_grams', 0):.3f} g now at home: {p.get('grams_avoided', 0):.3f} g avoided")
 print(f"why            {p.get('explanation')}")
 pr = job.get("progress") or {}
-ok = (job["state"] == "SUCCEEDED" and s.get("state") == "succeeded"
-      and pr.get("total_steps") == s.get("total_steps")  # the worker's status pushes arrived
-      and e.get("operational_grams", 0) > 0 and p.get("region"))
-if not ok:
-    print("quickstart: FAILED (state, status pushes, emissions or placement missing)", file=sys.stderr)
-sys.exit(0 if ok else 1)
+
+def scraped(expr):
+    # Prometheus scraped the workers while they ran (a few tries: the last
+    # scrape may still be in flight).
+    q = urllib.parse.urlencode({"query": expr})
+    for _ in range(10):
+        try:
+            with urllib.request.urlopen(f"{prom}/api/v1/query?{q}", timeout=5) as r:
+                res = json.load(r)["data"]["result"]
+            if res and float(res[0]["value"][1]) > 0:
+                return True
+        except Exception:
+            pass
+        time.sleep(1)
+    return False
+
+loss = s.get("final_loss")
+checks = {
+    "job SUCCEEDED and the worker's summary says succeeded": job["state"] == "SUCCEEDED" and s.get("state") == "succeeded",
+    f"all {steps} steps ran": s.get("steps") == steps == s.get("total_steps"),
+    "the worker's status pushes arrived": pr.get("total_steps") == s.get("total_steps"),
+    "the loss is finite and below ln(256) (uniform over bytes)": isinstance(loss, (int, float)) and math.isfinite(loss) and loss < math.log(256),
+    "tokens/s measured": (s.get("tokens_per_s") or 0) > 0,
+    "energy and operational emissions reported": e.get("joules", 0) > 0 and e.get("operational_grams", 0) > 0,
+    "placed in a region with an explanation": bool(p.get("region")) and bool(p.get("explanation")) and "grams_avoided" in p,
+    "Prometheus scraped the workers": scraped("max(max_over_time(greenshard_training_tokens_total[1h]))"),
+}
+bad = [k for k, v in checks.items() if not v]
+for k in bad:
+    print(f"quickstart: FAILED: {k}", file=sys.stderr)
+sys.exit(1 if bad else 0)
 PY
 echo "status page:   $URL/"
-echo "Prometheus:    http://127.0.0.1:$PPORT/graph?g0.expr=greenshard_training_loss"
+echo "Prometheus:    $PROM_URL/graph?g0.expr=greenshard_training_loss"
 echo "logs:          $CLI logs $ID --rank 0    (with GREENSHARD_SERVER=$URL GREENSHARD_TOKEN=$TOKEN)"
 if [ "${KEEP:-0}" = 1 ]; then echo "KEEP=1: Ctrl-C stops everything"; wait; fi

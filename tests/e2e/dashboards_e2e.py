@@ -2,10 +2,13 @@
 """Every PromQL expression of the Grafana dashboards, run against a real
 Prometheus (Debian) scraping a real greenshard-controller and the real
 workers of a running 2-rank job (local executor). Each expression must parse,
-and return data, except:
+and return data, except that these must parse but may return nothing:
   - GPU series (greenshard_gpu_*): this machine has no GPU, and the worker
     never invents them (bench/gpu/run.sh covers NVML on a GPU);
   - `offset 1d`: a fresh Prometheus has no data from yesterday.
+Every templating variable's `label_values(METRIC, LABEL)` query runs too
+(as Grafana runs it: the label's values among METRIC's series) and must
+return at least one value.
 
 usage: dashboards_e2e.py BUILD_DIR REPO_DIR
 """
@@ -80,6 +83,17 @@ def expressions(path):
     return out
 
 
+def variables(path):
+    out = []
+    for v in json.load(open(path)).get("templating", {}).get("list", []):
+        if v.get("type") != "query":
+            continue
+        q = v.get("query")
+        q = q.get("query") if isinstance(q, dict) else q
+        out.append((v.get("name", "?"), q or ""))
+    return out
+
+
 def concrete(expr):
     # Grafana's variables as Grafana would expand them for "All".
     e = expr.replace("$__rate_interval", "30s").replace("$__interval", "2s").replace("$__range", "5m")
@@ -134,15 +148,15 @@ scrape_configs:
     for path in dashboards:
         for title, expr in expressions(path):
             name = os.path.basename(path)
-            if "greenshard_gpu_" in expr or "offset 1d" in expr:
-                exempt += 1
-                print(f"exempt  {name}: {title}: {expr}")
-                continue
             e = concrete(expr)
             try:
                 query(e)  # parses (HTTP 400 otherwise)
             except urllib.error.HTTPError as err:
                 failures.append(f"{name}: {title}: does not parse: {e}: {err.read()[:200]}")
+                continue
+            if "greenshard_gpu_" in expr or "offset 1d" in expr:
+                exempt += 1
+                print(f"exempt  {name}: {title}: parses, data not required: {expr}")
                 continue
             got = []
             end = time.time() + 90
@@ -156,7 +170,28 @@ scrape_configs:
                 failures.append(f"{name}: {title}: no data: {e}")
             else:
                 print(f"ok      {name}: {title}: {len(got)} series")
-    print(f"{checked} expressions returned data, {exempt} exempt, {len(failures)} failed")
+    for path in dashboards:
+        name = os.path.basename(path)
+        for var, q in variables(path):
+            m = re.fullmatch(r"\s*label_values\((.*),\s*(\w+)\s*\)\s*", q)
+            if not m:
+                failures.append(f"{name}: variable {var}: not a label_values(METRIC, LABEL) query: {q}")
+                continue
+            selector, label = concrete(m.group(1)), m.group(2)
+            qs = urllib.parse.urlencode({"match[]": selector})
+            values = []
+            end = time.time() + 60
+            while time.time() < end:
+                values = http(f"{prom}/api/v1/label/{label}/values?{qs}")["data"]
+                if values:
+                    break
+                time.sleep(1)
+            checked += 1
+            if not values:
+                failures.append(f"{name}: variable {var}: no values: {q}")
+            else:
+                print(f"ok      {name}: variable {var}: {values}")
+    print(f"{checked} expressions and variables returned data, {exempt} exempt (parsed), {len(failures)} failed")
     for f in failures:
         print("FAIL", f)
     return 1 if failures or checked == 0 else 0
