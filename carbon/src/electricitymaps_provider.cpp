@@ -2,6 +2,8 @@
 
 #include "http_json.h"
 
+#include <algorithm>
+
 namespace carbon {
 
 using Kind = ProviderError::Kind;
@@ -45,14 +47,39 @@ Reading ElectricityMapsProvider::current(const std::string& zone, Time now) {
 
 IntensitySeries ElectricityMapsProvider::history(const std::string& zone, Time from, Time to) {
   std::string who = name() + " history(" + zone + ")";
+  const Time h0 = floor_hour(from), h1 = ceil_hour(to);
+  if (h1 <= h0) throw ProviderError(Kind::kNoData, who + ": empty range [" + format_time(from) + ", " + format_time(to) + ")");
+  // The last 24 h first (one request); an older range from /past-range.
   auto body = detail::get_json(options_, "/v3/carbon-intensity/history", {{"zone", zone}}, {{"auth-token", token_}}, who);
   std::vector<IntensitySample> pts;
   for (const auto& e : array_member(body, "history", who)) pts.push_back(point(e, who));
   auto s = detail::hourly_series(zone, pts, who);
-  if (!s.covers(floor_hour(from), ceil_hour(to)))
+  if (s.covers(h0, h1)) return s.slice(from, to);
+  if (h0 >= s.start())
     throw ProviderError(Kind::kNoData, who + ": answer covers [" + format_time(s.start()) + ", " + format_time(s.end()) +
                                            "), requested [" + format_time(from) + ", " + format_time(to) + ")");
-  return s.slice(from, to);
+  // /past-range answers at most kPastRangeMaxHours hourly points a request:
+  // ask in consecutive chunks [a, b) and keep only the points inside each.
+  std::string rwho = name() + " history(" + zone + ") past-range";
+  pts.clear();
+  for (Time a = h0; a < h1;) {
+    Time b = std::min(h1, a + kPastRangeMaxHours);
+    auto chunk = detail::get_json(options_, "/v3/carbon-intensity/past-range",
+                                  {{"zone", zone}, {"start", format_time(a)}, {"end", format_time(b)}},
+                                  {{"auth-token", token_}}, rwho);
+    for (const auto& e : array_member(chunk, "data", rwho)) {
+      auto p = point(e, rwho);
+      if (p.time >= a && p.time < b) pts.push_back(p);
+    }
+    a = b;
+  }
+  if (pts.empty())
+    throw ProviderError(Kind::kNoData, rwho + ": no points in [" + format_time(h0) + ", " + format_time(h1) + ")");
+  auto r = detail::hourly_series(zone, pts, rwho);
+  if (!r.covers(h0, h1))
+    throw ProviderError(Kind::kGap, rwho + ": answer covers [" + format_time(r.start()) + ", " + format_time(r.end()) +
+                                        "), requested [" + format_time(from) + ", " + format_time(to) + ")");
+  return r.slice(from, to);
 }
 
 Forecast ElectricityMapsProvider::forecast(const std::string& zone, Time now, Hours horizon) {

@@ -504,7 +504,7 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
     d.saving_grams = d.saving_pct = kNaN;
   }
   // Explanation.
-  std::string e = "Job " + job.id + " (" + std::to_string(job.gpus) + " GPUs, ";
+  std::string e = "Job " + job.id + " (" + std::to_string(job.gpus) + (job.gpus == 1 ? " GPU, " : " GPUs, ");
   e += fmt1(static_cast<double>(job.duration.count()) / 3600.0) + " h";
   e += std::string(job.interruptible ? ", interruptible" : "") + "): run in " + d.region + " ";
   if (d.windows.size() == 1) {

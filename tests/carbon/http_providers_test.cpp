@@ -10,9 +10,11 @@
 
 #include "common/spawn.h"
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace carbon {
 namespace {
@@ -33,13 +35,16 @@ class FakeApi {
       {
         std::lock_guard<std::mutex> lock(mu_);
         last_ = req;
-        auto it = replies_.find(req.path);
-        if (it == replies_.end()) {
+        requests_.push_back(req);
+        if (auto h = handlers_.find(req.path); h != handlers_.end()) {
+          r = h->second(req);
+        } else if (auto it = replies_.find(req.path); it != replies_.end()) {
+          r = it->second;
+        } else {
           res.status = 404;
           res.set_content("{\"error\":\"not found\"}", "application/json");
           return;
         }
-        r = it->second;
       }
       if (r.delay.count() > 0) std::this_thread::sleep_for(r.delay);
       res.status = r.status;
@@ -57,7 +62,19 @@ class FakeApi {
     std::lock_guard<std::mutex> lock(mu_);
     replies_[path] = std::move(r);
   }
+  // A reply computed from the request (its query), for `path`.
+  void handle(const std::string& path, std::function<Reply(const httplib::Request&)> f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    handlers_[path] = std::move(f);
+  }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<httplib::Request> requests(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<httplib::Request> out;
+    for (const auto& r : requests_)
+      if (r.path == path) out.push_back(r);
+    return out;
+  }
   httplib::Request last() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_;
@@ -69,7 +86,9 @@ class FakeApi {
   std::thread thread_;
   std::mutex mu_;
   std::map<std::string, Reply> replies_;
+  std::map<std::string, std::function<Reply(const httplib::Request&)>> handlers_;
   httplib::Request last_;
+  std::vector<httplib::Request> requests_;
 };
 
 HttpOptions options(const FakeApi& api) {
@@ -259,12 +278,95 @@ TEST(ElectricityMaps, FailureModesAreTypedErrors) {
     {"carbonIntensity":310,"datetime":"2024-03-01T09:00:00Z"},{"carbonIntensity":300,"datetime":"2024-03-01T11:00:00Z"}]})"});
   EXPECT_EQ(kind_of([&] { p.history("DE", parse_time("2024-03-01T09:00Z"), parse_time("2024-03-01T12:00Z")); }), Kind::kGap);
   api.set("/v3/carbon-intensity/history", {200, kEmHistory});
-  EXPECT_EQ(kind_of([&] { p.history("DE", parse_time("2024-02-01T09:00Z"), parse_time("2024-03-01T12:00Z")); }),
+  // After the newest point: nothing to ask /past-range for.
+  EXPECT_EQ(kind_of([&] { p.history("DE", parse_time("2024-03-01T10:00Z"), parse_time("2024-03-01T14:00Z")); }),
             Kind::kNoData);
+  EXPECT_TRUE(api.requests("/v3/carbon-intensity/past-range").empty());
   api.set("/v3/carbon-intensity/forecast", {200, R"({"zone":"DE","forecasts":[]})"});
   EXPECT_EQ(kind_of([&] { p.forecast("DE", kNow, Hours{2}); }), Kind::kMalformed);
   api.set("/v3/carbon-intensity/forecast", {200, kEmForecast, std::chrono::milliseconds(1600)});
   EXPECT_EQ(kind_of([&] { p.forecast("DE", kNow, Hours{2}); }), Kind::kTimeout);
+}
+
+// /v3/carbon-intensity/past-range in the documented shape: hourly points from
+// `start` to `end`, both included (so the client must drop the end point),
+// value 100 + (unix hour mod 97); `skip` leaves one hour out.
+FakeApi::Reply past_range(const httplib::Request& req, Time skip = Time{}) {
+  Time a{}, b{};
+  if (!parse_time(req.get_param_value("start"), &a) || !parse_time(req.get_param_value("end"), &b))
+    return {400, R"({"error":"start and end must be ISO timestamps"})"};
+  if (b - a > Hours{240}) return {400, R"({"error":"range exceeds 10 days"})"};
+  std::string body = R"({"zone":")" + req.get_param_value("zone") + R"(","temporalGranularity":"hourly","data":[)";
+  for (Time t = a; t <= b; t += Hours{1}) {
+    if (t == skip) continue;
+    if (body.back() == '}') body += ",";
+    body += R"({"zone":"DE","carbonIntensity":)" + std::to_string(100 + (to_unix(t) / 3600) % 97) +
+            R"(,"datetime":")" + format_time(t).substr(0, 19) + R"(.000Z","isEstimated":false,"updatedAt":"2024-03-01T00:00:00.000Z"})";
+  }
+  return {200, body + "]}"};
+}
+
+TEST(ElectricityMaps, HistoryBeforeTheLast24HoursComesFromPastRangeInTenDayChunks) {
+  FakeApi api;
+  api.set("/v3/carbon-intensity/history", {200, kEmHistory});   // the last 24 h: 2024-03-01 09..11
+  api.handle("/v3/carbon-intensity/past-range", [](const httplib::Request& r) { return past_range(r); });
+  ElectricityMapsProvider p(options(api), "secret-token");
+  const Time from = parse_time("2024-02-01T09:30Z"), to = parse_time("2024-02-20T12:00Z");
+  auto s = p.history("DE", from, to);
+  // 459 hours: [02-01 09:00, 02-20 12:00), asked as 240 h + 219 h.
+  auto reqs = api.requests("/v3/carbon-intensity/past-range");
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0].get_param_value("zone"), "DE");
+  EXPECT_EQ(reqs[0].get_param_value("start"), "2024-02-01T09:00:00Z");
+  EXPECT_EQ(reqs[0].get_param_value("end"), "2024-02-11T09:00:00Z");
+  EXPECT_EQ(reqs[1].get_param_value("start"), "2024-02-11T09:00:00Z");
+  EXPECT_EQ(reqs[1].get_param_value("end"), "2024-02-20T12:00:00Z");
+  for (const auto& r : reqs) EXPECT_EQ(r.get_header_value("auth-token"), "secret-token");
+  ASSERT_TRUE(s.covers(floor_hour(from), to));
+  EXPECT_EQ(s.start(), floor_hour(from));
+  EXPECT_EQ(s.end(), to);
+  for (Time t = s.start(); t < s.end(); t += Hours{1})
+    ASSERT_DOUBLE_EQ(s.at(t), 100 + (to_unix(t) / 3600) % 97) << format_time(t);
+  // A range inside the last 24 h never reaches /past-range.
+  auto recent = p.history("DE", parse_time("2024-03-01T09:00Z"), parse_time("2024-03-01T11:00Z"));
+  EXPECT_EQ(recent.values(), (std::vector<double>{310, 305}));
+  EXPECT_EQ(api.requests("/v3/carbon-intensity/past-range").size(), 2u);
+}
+
+TEST(ElectricityMaps, PastRangeFailuresAreTypedErrors) {
+  FakeApi api;
+  api.set("/v3/carbon-intensity/history", {200, kEmHistory});
+  ElectricityMapsProvider p(options(api), "t");
+  const Time from = parse_time("2024-02-01T00:00Z"), to = parse_time("2024-02-02T00:00Z");
+  // A missing hour inside the range: a gap, never a zero.
+  api.handle("/v3/carbon-intensity/past-range",
+             [](const httplib::Request& r) { return past_range(r, parse_time("2024-02-01T05:00Z")); });
+  EXPECT_EQ(kind_of([&] { p.history("DE", from, to); }), Kind::kGap);
+  // The range's last hour missing: the answer does not cover it.
+  api.handle("/v3/carbon-intensity/past-range",
+             [](const httplib::Request& r) { return past_range(r, parse_time("2024-02-01T23:00Z")); });
+  EXPECT_EQ(kind_of([&] { p.history("DE", from, to); }), Kind::kGap);
+  api.handle("/v3/carbon-intensity/past-range", [](const httplib::Request&) {
+    return FakeApi::Reply{200, R"({"zone":"DE","data":[{"carbonIntensity":null,"datetime":"2024-02-01T00:00:00Z"}]})"};
+  });
+  EXPECT_EQ(kind_of([&] { p.history("DE", from, to); }), Kind::kGap);
+  api.handle("/v3/carbon-intensity/past-range",
+             [](const httplib::Request&) { return FakeApi::Reply{200, R"({"zone":"DE","data":[]})"}; });
+  EXPECT_EQ(kind_of([&] { p.history("DE", from, to); }), Kind::kNoData);
+  api.handle("/v3/carbon-intensity/past-range",
+             [](const httplib::Request&) { return FakeApi::Reply{200, R"({"zone":"DE","history":[]})"}; });
+  EXPECT_EQ(kind_of([&] { p.history("DE", from, to); }), Kind::kMalformed);
+  api.handle("/v3/carbon-intensity/past-range", [](const httplib::Request&) {
+    return FakeApi::Reply{403, R"({"error":"past-range is not included in your plan"})"};
+  });
+  try {
+    p.history("DE", from, to);
+    FAIL();
+  } catch (const ProviderError& e) {
+    EXPECT_EQ(e.kind(), Kind::kHttp);
+    EXPECT_NE(std::string(e.what()).find("past-range"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("HTTP 403"), std::string::npos) << e.what();
+  }
 }
 
 // --- explicit stale fallback ---------------------------------------------------

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace carbon {
 namespace {
@@ -146,6 +147,167 @@ INSTANTIATE_TEST_SUITE_P(
         PlacementCase{"a full home region delays fifo until capacity frees up",
                       {kDirtyHome}, 8, 4, 24, false, {}, {{"A", 0, 3, 60}}, P::kRunNowHome, true, "A", {{3, 7}}, {}}),
     [](const ::testing::TestParamInfo<PlacementCase>& info) { return gstest::test_name(info.param.name); });
+
+// Region::capacity_by_hour: capacity over time (hour i after floor_hour(now);
+// beyond the vector, `capacity`). Regions: A dirty home (300), B clean (50).
+struct CapacityOverTimeCase {
+  const char* name;
+  int b_capacity;                     // B's `capacity`
+  std::vector<int> b_by_hour;         // B's capacity_by_hour
+  std::vector<int> a_by_hour;         // A's capacity_by_hour (A: capacity 64)
+  std::vector<Reservation> planned;
+  int gpus;
+  Policy policy;
+  bool feasible;
+  std::string region;
+  std::vector<std::pair<int, int>> windows;
+  std::vector<std::string> reason_has;
+};
+
+void PrintTo(const CapacityOverTimeCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class CapacityOverTime : public ::testing::TestWithParam<CapacityOverTimeCase> {};
+
+TEST_P(CapacityOverTime, PlacementFollowsTheCapacityOfEachHour) {
+  const auto& c = GetParam();
+  Region a = make_region({"A", 64, 300, {}});
+  a.capacity_by_hour = c.a_by_hour;
+  Region b = make_region({"B", c.b_capacity, 50, {}});
+  b.capacity_by_hour = c.b_by_hour;
+  CapacityLedger ledger;
+  for (const auto& p : c.planned) ledger.reserve(p.region, kNow + Hours{p.from_h}, kNow + Hours{p.to_h}, p.gpus);
+  Job job{"job", c.gpus, Hours{4}, kNow, kNow + Hours{24}, "A", {}, false};
+  PlacementOptions opt;
+  opt.policy = c.policy;
+  opt.max_lookahead = Hours{48};
+  auto d = place(job, {a, b}, ledger, kNow, opt);
+  ASSERT_EQ(d.feasible, c.feasible) << d.explanation;
+  if (!c.feasible) {
+    for (const auto& s : c.reason_has) EXPECT_NE(d.reason.find(s), std::string::npos) << "reason: " << d.reason;
+    return;
+  }
+  EXPECT_EQ(d.region, c.region) << d.explanation;
+  std::vector<std::pair<int, int>> got;
+  for (const auto& w : d.windows)
+    got.emplace_back(static_cast<int>((w.start - kNow) / Hours{1}), static_cast<int>((w.end - kNow) / Hours{1}));
+  EXPECT_EQ(got, c.windows) << d.explanation;
+}
+
+const std::vector<int> kZeroFor6h(6, 0);
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, CapacityOverTime,
+    ::testing::Values(
+        CapacityOverTimeCase{"a clean region with no capacity for the first hours is used once it has some",
+                             16, kZeroFor6h, {}, {}, 8, P::kSpatioTemporal, true, "B", {{6, 10}}, {}},
+        CapacityOverTimeCase{"capacity beyond the hourly list is the region's capacity",
+                             16, {8, 8, 8, 8, 8}, {}, {}, 16, P::kSpatioTemporal, true, "B", {{5, 9}}, {}},
+        CapacityOverTimeCase{"a clean region with capacity only for the next hours is used now",
+                             0, {16, 16, 16, 16, 16, 16}, {}, {}, 8, P::kSpatioTemporal, true, "B", {{0, 4}}, {}},
+        CapacityOverTimeCase{"capacity that ends before the run is over rules the region out",
+                             0, {16, 16, 16}, {}, {}, 8, P::kSpatioTemporal, true, "A", {{0, 4}}, {}},
+        CapacityOverTimeCase{"a dip in capacity shorter than the run blocks every start that spans it",
+                             16, {16, 16, 0, 16, 16, 16, 16, 16}, {}, {}, 8, P::kSpatioTemporal, true, "B", {{3, 7}}, {}},
+        CapacityOverTimeCase{"planned jobs count against the capacity of that hour",
+                             32, {16, 16, 16, 16, 16, 16}, {}, {{"B", 0, 6, 8}}, 16, P::kSpatioTemporal, true, "B",
+                             {{6, 10}}, {}},
+        CapacityOverTimeCase{"a region whose hourly capacity is below the job in every hour is skipped",
+                             0, std::vector<int>(48, 8), {}, {}, 16, P::kSpatial, true, "A", {{0, 4}}, {}},
+        CapacityOverTimeCase{"no region with enough capacity in any hour of the look-ahead names each region's largest capacity",
+                             0, std::vector<int>(48, 8), std::vector<int>(48, 12), {}, 16, P::kSpatioTemporal, false, "",
+                             {}, {"A: capacity 12 < 16 GPUs", "B: capacity 8 < 16 GPUs"}},
+        CapacityOverTimeCase{"fifo at a home region without capacity in the first hours waits for it",
+                             16, {}, {0, 0, 0}, {}, 8, P::kRunNowHome, true, "A", {{3, 7}}, {}}),
+    [](const ::testing::TestParamInfo<CapacityOverTimeCase>& info) { return gstest::test_name(info.param.name); });
+
+// duration_from_tokens: tokens / throughput, rounded up to whole seconds.
+struct DurationCase {
+  const char* name;
+  double tokens, tokens_per_second;
+  long seconds;                   // expected; -1: throws
+  const char* error_has;
+};
+
+void PrintTo(const DurationCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class DurationFromTokens : public ::testing::TestWithParam<DurationCase> {};
+
+TEST_P(DurationFromTokens, DividesAndRoundsUpOrNamesTheBadInput) {
+  const auto& c = GetParam();
+  if (c.seconds >= 0) {
+    EXPECT_EQ(duration_from_tokens(c.tokens, c.tokens_per_second), Seconds{c.seconds});
+    return;
+  }
+  try {
+    duration_from_tokens(c.tokens, c.tokens_per_second);
+    ADD_FAILURE() << "no CarbonError";
+  } catch (const CarbonError& e) {
+    EXPECT_NE(std::string(e.what()).find(c.error_has), std::string::npos) << e.what();
+  }
+}
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, DurationFromTokens,
+    ::testing::Values(DurationCase{"an exact division gives that many seconds", 3.6e9, 1e5, 36000, ""},
+                      DurationCase{"a remainder rounds up to the next whole second", 1001, 10, 101, ""},
+                      DurationCase{"fewer tokens than one second's worth still take one second", 1, 1e6, 1, ""},
+                      DurationCase{"a fractional throughput is allowed", 10, 0.5, 20, ""},
+                      DurationCase{"zero tokens are rejected", 0, 100, -1, "tokens must be > 0"},
+                      DurationCase{"negative tokens are rejected", -5, 100, -1, "tokens must be > 0"},
+                      DurationCase{"infinitely many tokens are rejected", kInf, 100, -1, "tokens must be > 0"},
+                      DurationCase{"zero throughput is rejected", 100, 0, -1, "throughput must be > 0"},
+                      DurationCase{"a NaN throughput is rejected", 100, std::nan(""), -1, "throughput must be > 0"}),
+    [](const ::testing::TestParamInfo<DurationCase>& info) { return gstest::test_name(info.param.name); });
+
+// deadline_from_max_delay: submit + duration + max_delay.
+struct MaxDelayCase {
+  const char* name;
+  Seconds duration, max_delay;
+  Seconds deadline_after_submit;  // expected; negative: throws
+};
+
+void PrintTo(const MaxDelayCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class DeadlineFromMaxDelay : public ::testing::TestWithParam<MaxDelayCase> {};
+
+TEST_P(DeadlineFromMaxDelay, AddsTheDelayToTheEarliestFinish) {
+  const auto& c = GetParam();
+  Job job;
+  job.submit = kNow + std::chrono::minutes{17};
+  job.duration = c.duration;
+  if (c.deadline_after_submit.count() < 0) {
+    try {
+      deadline_from_max_delay(job, c.max_delay);
+      ADD_FAILURE() << "no CarbonError";
+    } catch (const CarbonError& e) {
+      EXPECT_NE(std::string(e.what()).find("negative delay"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  EXPECT_EQ(deadline_from_max_delay(job, c.max_delay), job.submit + c.deadline_after_submit);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, DeadlineFromMaxDelay,
+    ::testing::Values(MaxDelayCase{"no delay allowed means the earliest finish", Hours{5}, Seconds{0}, Hours{5}},
+                      MaxDelayCase{"a day of delay is added to the run time", Hours{5}, Hours{24}, Hours{29}},
+                      MaxDelayCase{"seconds are kept exactly", Seconds{3601}, Seconds{59}, Seconds{3660}},
+                      MaxDelayCase{"a negative delay is rejected", Hours{5}, Seconds{-1}, Seconds{-1}}),
+    [](const ::testing::TestParamInfo<MaxDelayCase>& info) { return gstest::test_name(info.param.name); });
+
+TEST(Placement, ADeadlineFromAMaxDelayOfZeroForcesARunNow) {
+  std::vector<Region> regions{make_region(kDirtyHome)};
+  Job job{"j", 8, duration_from_tokens(4 * 3600.0 * 1000, 1000), kNow, {}, "A", {}, false};
+  job.deadline = deadline_from_max_delay(job, Seconds{0});
+  auto d = place(job, regions, CapacityLedger{}, kNow);
+  ASSERT_TRUE(d.feasible) << d.explanation;
+  EXPECT_EQ(d.start, kNow);
+  EXPECT_EQ(d.end, kNow + Hours{4});
+  job.deadline = deadline_from_max_delay(job, Hours{20});
+  EXPECT_EQ(place(job, regions, CapacityLedger{}, kNow).start, kNow + Hours{10});   // the dip at 10-14
+}
 
 TEST(Placement, ExplanationReportsGramsAndSaving) {
   std::vector<Region> regions{make_region(kDirtyHome), make_region({"B", 64, 500, {}})};

@@ -9,8 +9,18 @@
 //   GET {base}/v3/carbon-intensity/forecast?zone=Z
 //     -> {"zone":"Z","forecast":[{"carbonIntensity":123,"datetime":"ISO"}, ...],
 //         "updatedAt":"ISO"}
+//   GET {base}/v3/carbon-intensity/past-range?zone=Z&start=ISO&end=ISO
+//     -> {"zone":"Z","data":[{"carbonIntensity":123,"datetime":"ISO",
+//                             "isEstimated":false, ...}, ...]}
+//      (hourly; at most 10 days a request)
+// history(zone, from, to) asks /history first (no wall-clock read decides
+// what "the last 24 h" is); when the range starts before that answer, it
+// asks /past-range in consecutive chunks of at most 10 days
+// (start = hour of `from`, end = the next chunk's start or the hour after
+// `to`), keeping each chunk's points in [start, end).
 // A null carbonIntensity or a missing hour is a kGap error; history() throws
-// kNoData when the requested range is not inside the answer.
+// kNoData when the range is after the newest /history point or no point of
+// it comes back, kGap when /past-range leaves hours of it out.
 #pragma once
 
 #include "carbon/http_options.h"
@@ -24,6 +34,7 @@ class ElectricityMapsProvider : public IntensityProvider {
   std::string name() const override { return "electricitymaps"; }
   Reading current(const std::string& zone, Time now) override;
   IntensitySeries history(const std::string& zone, Time from, Time to) override;
+  static constexpr Hours kPastRangeMaxHours{240};   // /past-range, hourly: 10 days a request
   Forecast forecast(const std::string& zone, Time now, Hours horizon) override;
 
  private:

@@ -7,8 +7,19 @@
 // Cost of a candidate = expected operational grams (hardware power x PUE x
 // forecast intensity, pro rata for a partial last hour, plus for
 // interruptible jobs the resume overhead of every extra window) + embodied
-// grams (SCI M for the GPU-hours reserved). The cheapest feasible candidate
-// wins (ties: earlier start, then region order).
+// grams (SCI M for the GPU-hours reserved). This is what Decision reports.
+//
+// Ranking (kTemporal, kSpatioTemporal): candidates are ranked by a score =
+// the same cost, except that with capacity pricing on
+// (PlacementOptions::expected_load_by_hour_of_week non-empty) each hour's
+// intensity is replaced by intensity + capacity_price_weight *
+// max(0, theta - intensity), theta being that hour's marginal intensity (see
+// PlacementOptions). Near ties go to the earlier start: a candidate starting
+// later wins only if its score is more than prefer_earlier_within (default
+// 5 %) below the earlier one's, and an earlier one wins while its score is
+// at most that fraction above; equal starts: the lower score, then region
+// order. So the winner is not always the cheapest in grams. kRunNowHome and
+// kSpatial rank by earliest start, then lower grams.
 //
 // Feasible: region allowed and known; free capacity (capacity - planned) >=
 // job.gpus in every reserved hour; the run ends by job.deadline. Forecasts

@@ -8,7 +8,8 @@
 // from SimConfig::forecaster, issued at the cycle hour for every region;
 // emissions are always counted on the *actual* series. A job that no region
 // can finish by its deadline falls back to the earliest possible finish in
-// its allowed regions (ignoring the deadline) and counts as a miss.
+// its allowed regions (ignoring the deadline); it counts as a miss when that
+// finish is after its deadline.
 //
 // The spatio-temporal policy prices capacity by the load of past weeks
 // (SimConfig::learn_expected_load), learned online from the simulation's
