@@ -1,8 +1,13 @@
 #include "worker/config.h"
 
+#include "carbon/error.h"
+#include "carbon/hardware.h"
+
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -68,7 +73,7 @@ const std::vector<Field>& fields() {
       GS_FIELD("carbon.intensity_url", carbon.intensity_url, "GET {\"gco2_per_kwh\": x} once a minute; env GREENSHARD_INTENSITY_URL"),
       GS_FIELD("carbon.pue", carbon.pue, "data-centre PUE >= 1; env GREENSHARD_PUE"),
       GS_FIELD("carbon.hardware", carbon.hardware, "hardware profile for the embodied term (h100-sxm-8, h200-sxm-8, a100-sxm-8, cpu-2s)"),
-      GS_FIELD("carbon.cpu_tdp_watts", carbon.cpu_tdp_watts, "CPU power at full load, for the modelled estimate when RAPL is unreadable"),
+      GS_FIELD("carbon.cpu_tdp_watts", carbon.cpu_tdp_watts, "the host's CPU power at full load, for the modelled estimate when RAPL is unreadable (shared by the local ranks)"),
       GS_FIELD("carbon.resources", carbon.resources, "GPUs (or CPU sockets) each rank reserves"),
       GS_FIELD("log.format", log.format, "text | json (one JSON object per line)"),
       GS_FIELD("log.every", log.every, "steps between log lines"),
@@ -243,6 +248,13 @@ void validate(const JobConfig& c) {
   need(c.schedule.grad_accum >= 1, "schedule.grad_accum", "must be >= 1");
   need(c.schedule.eval_interval >= 0, "schedule.eval_interval", "must be >= 0");
   need(c.schedule.eval_batches >= 1, "schedule.eval_batches", "must be >= 1");
+  {
+    // The names shard/ parses (case-insensitive, as shard::parse_sharding_strategy).
+    std::string up = c.sharding.strategy;
+    std::transform(up.begin(), up.end(), up.begin(), [](unsigned char ch) { return std::toupper(ch); });
+    need(up == "FULL_SHARD" || up == "SHARD_GRAD_OP" || up == "NO_SHARD" || up == "HYBRID_SHARD", "sharding.strategy",
+         "must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD, got '" + c.sharding.strategy + "'");
+  }
   need(c.sharding.param_dtype == "float32" || c.sharding.param_dtype == "bfloat16", "sharding.param_dtype",
        "must be float32 or bfloat16, got '" + c.sharding.param_dtype + "'");
   need(c.sharding.limit_all_gathers >= 1, "sharding.limit_all_gathers", "must be >= 1");
@@ -253,6 +265,11 @@ void validate(const JobConfig& c) {
   need(c.metrics.port >= 0 && c.metrics.port <= 65535, "metrics.port", "must be in [0, 65535]");
   need(c.carbon.gco2_per_kwh >= 0, "carbon.gco2_per_kwh", "must be >= 0");
   need(c.carbon.pue >= 1.0, "carbon.pue", "must be >= 1.0");
+  try {
+    carbon::hardware_profile(c.carbon.hardware);
+  } catch (const carbon::CarbonError& e) {
+    need(false, "carbon.hardware", e.what());  // "unknown hardware profile 'x' (known: ...)"
+  }
   need(c.carbon.cpu_tdp_watts > 0, "carbon.cpu_tdp_watts", "must be > 0");
   need(c.carbon.resources > 0, "carbon.resources", "must be > 0");
   need(c.log.format == "text" || c.log.format == "json", "log.format", "must be text or json, got '" + c.log.format + "'");

@@ -1,27 +1,98 @@
 #include "worker/energy.h"
 
 #include <dlfcn.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace greenshard {
 namespace {
-
-double process_cpu_seconds() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
 
 bool read_u64(const std::string& path, uint64_t& v) {
   std::ifstream in(path);
   return static_cast<bool>(in >> v);
 }
 
+using NvmlRet = int;
+
 }  // namespace
+
+HostCpuTime::HostCpuTime(std::string stat_path) : path_(std::move(stat_path)) {
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (hz > 0) jiffies_per_s_ = static_cast<double>(hz);
+  int n = 0;
+  if (sample(start_, n)) ncpu_ = std::max(1, n);
+}
+
+bool HostCpuTime::sample(uint64_t& busy, int& ncpu) const {
+  std::ifstream in(path_);
+  std::string line;
+  bool have_total = false;
+  ncpu = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu", 0) != 0) continue;
+    if (line.size() > 3 && std::isdigit(static_cast<unsigned char>(line[3]))) {
+      ++ncpu;
+      continue;
+    }
+    // cpu  user nice system idle iowait irq softirq steal guest guest_nice
+    // (guest time is already inside user and nice)
+    std::istringstream ls(line.substr(3));
+    uint64_t v[8] = {};
+    for (auto& x : v)
+      if (!(ls >> x)) return false;
+    busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    have_total = true;
+  }
+  return have_total;
+}
+
+double HostCpuTime::busy_seconds() {
+  uint64_t now = 0;
+  int n = 0;
+  if (!available() || !sample(now, n) || now < start_) return 0;
+  return static_cast<double>(now - start_) / jiffies_per_s_;
+}
+
+int select_gpu(int local_rank, int nvml_device_count, const char* cuda_visible_devices) {
+  if (local_rank < 0 || nvml_device_count <= 0) return -1;
+  if (!cuda_visible_devices) return local_rank < nvml_device_count ? local_rank : -1;
+  // "2,3" -> local rank 1 uses NVML device 3; "" -> nothing visible.
+  std::vector<int> ids;
+  std::stringstream ss(cuda_visible_devices);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) continue;
+    if (!std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c); }))
+      return -1;  // UUIDs or MIG names: not an NVML index
+    // CUDA stops at the first invalid index: what follows is invisible.
+    const int id = std::stoi(item);
+    if (id >= nvml_device_count) break;
+    ids.push_back(id);
+  }
+  return local_rank < static_cast<int>(ids.size()) ? ids[static_cast<size_t>(local_rank)] : -1;
+}
+
+int nvml_device_count() {
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return 0;
+  auto init = reinterpret_cast<NvmlRet (*)()>(dlsym(lib, "nvmlInit_v2"));
+  auto shutdown = reinterpret_cast<NvmlRet (*)()>(dlsym(lib, "nvmlShutdown"));
+  auto count = reinterpret_cast<NvmlRet (*)(unsigned int*)>(dlsym(lib, "nvmlDeviceGetCount_v2"));
+  unsigned int n = 0;
+  if (init && count && init() == 0) {
+    if (count(&n) != 0) n = 0;
+    if (shutdown) shutdown();
+  }
+  dlclose(lib);
+  return static_cast<int>(n);
+}
 
 double EnergyReading::total_joules() const {
   double j = cpu_joules;
@@ -105,17 +176,25 @@ struct EnergyMeter::Nvml {
   }
 };
 
-EnergyMeter::EnergyMeter(int gpu_index, double cpu_tdp_watts, std::string rapl_root)
-    : rapl_(std::move(rapl_root)), cpu_tdp_watts_(cpu_tdp_watts) {
-  if (gpu_index >= 0) nvml_ = Nvml::open(gpu_index);
+EnergyMeter::EnergyMeter(EnergyMeterOptions o)
+    : rapl_(std::move(o.rapl_root)),
+      host_cpu_(std::move(o.proc_stat)),
+      cpu_tdp_watts_(o.cpu_tdp_watts),
+      share_(1.0 / std::max(1, o.local_world_size)) {
+  if (o.gpu_index >= 0) nvml_ = Nvml::open(o.gpu_index);
   if (nvml_ && nvml_->energy) {
     unsigned long long mj = 0;
     if (nvml_->energy(nvml_->device, &mj) == 0) gpu_energy_start_mj_ = static_cast<double>(mj);
   }
-  last_cpu_s_ = process_cpu_seconds();
-  last_wall_ = std::chrono::steady_clock::now();
-  ncpu_ = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
 }
+
+EnergyMeter::EnergyMeter(int gpu_index, double cpu_tdp_watts)
+    : EnergyMeter([&] {
+        EnergyMeterOptions o;
+        o.gpu_index = gpu_index;
+        o.cpu_tdp_watts = cpu_tdp_watts;
+        return o;
+      }()) {}
 
 EnergyMeter::~EnergyMeter() = default;
 
@@ -123,21 +202,13 @@ bool EnergyMeter::has_gpu() const { return nvml_ != nullptr; }
 
 EnergyReading EnergyMeter::read() {
   EnergyReading r;
+  // The host's CPU energy, of which this rank reports its share.
   if (rapl_.available()) {
-    r.cpu_joules = rapl_.joules();
+    r.cpu_joules = share_ * rapl_.joules();
     r.cpu_source = "rapl";
   } else {
-    // Modelled: TDP x (CPU seconds of this process / (wall seconds x CPUs)).
-    const double cpu = process_cpu_seconds();
-    const auto now = std::chrono::steady_clock::now();
-    const double wall = std::chrono::duration<double>(now - last_wall_).count();
-    if (wall > 0) {
-      const double util = std::min(1.0, (cpu - last_cpu_s_) / (wall * ncpu_));
-      modelled_joules_ += cpu_tdp_watts_ * util * wall;
-    }
-    last_cpu_s_ = cpu;
-    last_wall_ = now;
-    r.cpu_joules = modelled_joules_;
+    // Modelled: TDP x utilization x wall = TDP x busy CPU-seconds / CPUs.
+    r.cpu_joules = host_cpu_.available() ? share_ * cpu_tdp_watts_ * host_cpu_.busy_seconds() / host_cpu_.cpus() : 0;
     r.cpu_source = "modelled";
   }
   if (nvml_) {

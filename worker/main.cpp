@@ -2,7 +2,7 @@
 // Kubernetes PET_* variables, the launcher of this node's ranks).
 //
 //   greenshard-worker prepare --input TEXT... --out DIR [--val-fraction 0.05]
-//   greenshard-worker --config job.json [--section.field VALUE ...] [--print-config] [--nproc N]
+//   greenshard-worker --config job.json [--section.field VALUE ...] [--log-format json] [--print-config] [--nproc N]
 //
 // The job spec, the environment and the exit codes: docs/worker-controller.md.
 #include "shard/launch.h"
@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "job spec file (JSON or YAML)");
   app.add_flag("--print-config", print_config, "print the resolved config as JSON and exit");
   app.add_option("--nproc", nproc, "start this many local ranks (like torchrun --standalone)")->check(CLI::Range(1, 1024));
-  std::vector<std::pair<std::string, std::string>> overrides;
+  std::string log_format;
+  app.add_option("--log-format", log_format, "same as --log.format: text | json (one JSON object per line)");
   std::map<std::string, std::string> flag_values;
   for (const auto& f : greenshard::config_fields()) {
     app.add_option("--" + f.path, flag_values[f.path], f.help + " [" + f.type + ", default " +
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
     if (!config_path.empty()) greenshard::apply_config_file(cfg, config_path);
     const auto env = greenshard::environment_map();
     greenshard::apply_environment(cfg, env);
+    if (app.count("--log-format")) greenshard::apply_field(cfg, "log.format", log_format, "--log-format");
     for (const auto& f : greenshard::config_fields())
       if (app.count("--" + f.path)) greenshard::apply_field(cfg, f.path, flag_values[f.path], "--" + f.path);
     greenshard::validate(cfg);

@@ -33,6 +33,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -186,10 +187,13 @@ void install_preemption_handlers() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-int train(const JobConfig& cfg) {
+namespace {
+
+// One rank's run; train() below wraps it so that a throw still reaches the
+// controller as a "failed" status. `status` is kept at the latest payload.
+int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPusher* pusher, json& status) {
   const auto t_start = Clock::now();
   // ---- 0. rendezvous; the checkpoint directory must be writable ----------
-  const auto info = shard::rendezvous_info_from_env();
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.sharding.timeout_s * 1000));
   auto rdzv = shard::Rendezvous::connect(info, shard::CommunicatorOptions{timeout});
   const int rank = info.rank, world = info.world_size;
@@ -294,13 +298,16 @@ int train(const JobConfig& cfg) {
                                           cfg.carbon.region);
     say("metrics: http://" + cfg.metrics.bind + ":" + std::to_string(port) + "/metrics (rank r: port + r)");
   }
-  const int local_gpu = -1;  // CPU build; the GPU build sets LOCAL_RANK's device
-  EnergyMeter meter(local_gpu, cfg.carbon.cpu_tdp_watts);
+  // LOCAL_RANK's GPU when NVML reports one (no GPU: no GPU series); the
+  // host's CPU package is shared by the local ranks, each reports its share.
+  EnergyMeterOptions eo;
+  eo.gpu_index = select_gpu(info.local_rank, nvml_device_count(), std::getenv("CUDA_VISIBLE_DEVICES"));
+  eo.cpu_tdp_watts = cfg.carbon.cpu_tdp_watts;
+  eo.local_world_size = info.local_world_size;
+  EnergyMeter meter(eo);
   const carbon::HardwareProfile& hw = carbon::hardware_profile(cfg.carbon.hardware);
   carbon::EmissionsAccumulator mine(cfg.carbon.pue, hw, cfg.carbon.resources);  // this rank, this run
   Intensity intensity(cfg.carbon);
-  std::unique_ptr<StatusPusher> pusher;
-  if (lead && !cfg.status.url.empty()) pusher = std::make_unique<StatusPusher>(cfg.status.url, cfg.status.token);
   const RunState base = st;  // totals before this run
   double last_energy_j = 0;
   auto last_meter = Clock::now();
@@ -379,6 +386,7 @@ int train(const JobConfig& cfg) {
   const double tokens_per_step = static_cast<double>(B * T * A * world);
   std::vector<int64_t> x, y;
   double last_loss = NAN, tps = 0, mfu = 0, eta = 0;
+  std::optional<Clock::time_point> last_push;
   std::string final_state = "succeeded";
   auto step_window_start = Clock::now();
   int64_t steps_this_run = 0;
@@ -471,7 +479,12 @@ int train(const JobConfig& cfg) {
         }
       }
     }
-    if (pusher && log_now) pusher->push(status_json("running", last_loss, tps, mfu, eta).dump());
+    // Status every status.interval_s seconds (the first after the first step).
+    status = status_json("running", last_loss, tps, mfu, eta);
+    if (pusher && (!last_push || seconds_since(*last_push) >= cfg.status.interval_s)) {
+      pusher->push(status.dump());
+      last_push = Clock::now();
+    }
     if (preempt) {
       say(std::string("preempted (signal ") + std::to_string(g_preempt_signal.load()) + " on some rank): saving and stopping");
       final_state = "preempted";
@@ -516,13 +529,37 @@ int train(const JobConfig& cfg) {
     say("done: " + final_state + ", " + std::to_string(st.step) + " steps, loss " + std::to_string(last_loss) +
         ", energy " + std::to_string(st.energy_j / 3600.0) + " Wh, " + std::to_string(st.operational_g) +
         " g operational + " + std::to_string(st.embodied_g) + " g embodied CO2e");
+    status = status_json(final_state, last_loss, tps, mfu, 0);
     if (pusher) {
-      pusher->push(status_json(final_state, last_loss, tps, mfu, 0).dump());
+      pusher->push(status.dump());
       pusher->flush(std::chrono::seconds(5));
     }
   }
   rdzv->world()->barrier()->wait();
   return kExitOk;
+}
+
+}  // namespace
+
+int train(const JobConfig& cfg) {
+  const auto info = shard::rendezvous_info_from_env();
+  std::unique_ptr<StatusPusher> pusher;
+  if (info.rank == 0 && !cfg.status.url.empty())
+    pusher = std::make_unique<StatusPusher>(cfg.status.url, cfg.status.token);
+  json status{{"state", "running"}, {"step", 0}, {"total_steps", cfg.schedule.steps}, {"message", ""}};
+  try {
+    return train_rank(cfg, info, pusher.get(), status);
+  } catch (const std::exception& e) {
+    // The controller hears of the failure (rank 0; the exit code says the rest).
+    if (pusher) {
+      status["state"] = "failed";
+      status["eta_s"] = 0;
+      status["message"] = std::string(e.what()).substr(0, 4000);  // the controller takes <= 4096 bytes
+      pusher->push(status.dump());
+      pusher->flush(std::chrono::seconds(5));
+    }
+    throw;
+  }
 }
 
 }  // namespace greenshard

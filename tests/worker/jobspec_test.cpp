@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -63,6 +66,13 @@ const SpecCase kSpecs[] = {
     {"an unknown dtype", "sharding: {param_dtype: fp8}", "sharding.param_dtype: must be float32 or bfloat16"},
     {"a torch.save export", "export_path: final.pt\nexport_format: torch_save\n", ""},
     {"an unknown export format", "export_format: safetensors", "export_format: must be libtorch or torch_save"},
+    {"a known hardware profile", "carbon: {hardware: h100-sxm-8}", ""},
+    {"an unknown hardware profile", "carbon: {hardware: cpu-node}",
+     "carbon.hardware: unknown hardware profile 'cpu-node' (known: h100-sxm-8"},
+    {"every sharding strategy shard knows", "sharding: {strategy: HYBRID_SHARD}", ""},
+    {"a sharding strategy in lower case", "sharding: {strategy: shard_grad_op}", ""},
+    {"an unknown sharding strategy", "sharding: {strategy: ZERO3}",
+     "sharding.strategy: must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD, got 'ZERO3'"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, Spec, ::testing::ValuesIn(kSpecs),
@@ -183,19 +193,121 @@ TEST(Energy, RaplCountersWrapAroundAndSubZonesAreNotCountedTwice) {
   EXPECT_FALSE(greenshard::RaplMeter(dir.file("nothing")).available());
 }
 
-TEST(Energy, WithoutRaplTheCpuIsModelledAndWithoutNvmlThereIsNoGpu) {
+// A fake sysfs RAPL package and a fake /proc/stat (2 CPUs) in `dir`.
+struct FakeHost {
   gstest::TempDir dir;
-  greenshard::EnergyMeter m(/*gpu=*/0, /*tdp=*/100.0, dir.path());
+  FakeHost() {
+    fs::create_directories(dir.file("powercap"));
+    stat(0, 0);
+  }
+  void package(uint64_t energy_uj) {
+    fs::create_directories(dir.file("powercap/intel-rapl:0"));
+    std::ofstream(dir.file("powercap/intel-rapl:0/energy_uj")) << energy_uj;
+    std::ofstream(dir.file("powercap/intel-rapl:0/max_energy_range_uj")) << 262143328850ull;
+  }
+  // busy/idle jiffies of the host, split over the two CPUs (guest time is
+  // inside user and must not count twice).
+  void stat(uint64_t busy, uint64_t idle) {
+    std::ofstream(dir.file("stat")) << "cpu  " << busy / 2 << " 0 " << busy - busy / 2 << " " << idle << " 0 0 0 0 "
+                                    << busy / 2 << " 0\n"
+                                    << "cpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\nintr 1 2 3\n";
+  }
+  greenshard::EnergyMeter meter(int local_world_size, double tdp = 100.0) {
+    greenshard::EnergyMeterOptions o;
+    o.cpu_tdp_watts = tdp;
+    o.local_world_size = local_world_size;
+    o.rapl_root = dir.file("powercap");
+    o.proc_stat = dir.file("stat");
+    return greenshard::EnergyMeter(o);
+  }
+};
+
+TEST(Energy, TwoRanksOnOneHostReportTheRaplPackageOnce) {
+  FakeHost host;
+  host.package(1000000);
+  auto rank0 = host.meter(2), rank1 = host.meter(2);
+  auto alone = host.meter(1);
+  host.package(1000000 + 3000000);  // the package used 3 J
+  const auto r0 = rank0.read(), r1 = rank1.read(), r = alone.read();
+  EXPECT_EQ(r0.cpu_source, "rapl");
+  EXPECT_DOUBLE_EQ(r0.cpu_joules + r1.cpu_joules, 3.0) << "host energy counted once over the local ranks";
+  EXPECT_DOUBLE_EQ(r0.cpu_joules, r1.cpu_joules);
+  EXPECT_DOUBLE_EQ(r.cpu_joules, 3.0) << "a rank alone on its host reports the whole package";
+}
+
+TEST(Energy, WithoutRaplTwoRanksOnOneHostReportTheModelledHostEnergyOnce) {
+  FakeHost host;  // no RAPL package
+  host.stat(1000, 5000);
+  auto rank0 = host.meter(2), rank1 = host.meter(2);
+  // The host's CPUs are busy for 300 jiffies together (idle ones do not
+  // count): busy CPU-seconds / 2 CPUs x 100 W TDP, shared by the two ranks.
+  const double busy_s = 300.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  host.stat(1000 + 300, 5000 + 700);
+  const auto r0 = rank0.read(), r1 = rank1.read();
+  EXPECT_EQ(r0.cpu_source, "modelled");
+  EXPECT_DOUBLE_EQ(r0.cpu_joules + r1.cpu_joules, 100.0 * busy_s / 2) << "TDP x busy CPU-seconds / CPUs, once";
+  EXPECT_DOUBLE_EQ(r0.cpu_joules, r1.cpu_joules);
+}
+
+TEST(Energy, TheRealHostIsModelledOrMeteredAndWithoutNvmlThereIsNoGpu) {
+  greenshard::EnergyMeterOptions o;
+  o.gpu_index = greenshard::select_gpu(0, greenshard::nvml_device_count(), std::getenv("CUDA_VISIBLE_DEVICES"));
+  o.cpu_tdp_watts = 100.0;
+  greenshard::EnergyMeter m(o);
   volatile double x = 0;
   for (int i = 0; i < 20000000; ++i) x = x + i * 0.5;
   auto r = m.read();
-  EXPECT_EQ(r.cpu_source, "modelled");
-  EXPECT_GT(r.cpu_joules, 0.0);
+  EXPECT_TRUE(r.cpu_source == "modelled" || r.cpu_source == "rapl") << r.cpu_source;
+  EXPECT_GE(r.cpu_joules, 0.0);
   if (!fs::exists("/dev/nvidia0")) {
+    EXPECT_EQ(greenshard::nvml_device_count(), 0) << "no GPU: NVML reports none";
+    EXPECT_EQ(o.gpu_index, -1);
     EXPECT_FALSE(m.has_gpu());
-    EXPECT_TRUE(r.gpus.empty());
+    EXPECT_TRUE(r.gpus.empty()) << "no GPU readings, never invented";
+  } else if (greenshard::nvml_device_count() > 0 && o.gpu_index >= 0) {
+    EXPECT_TRUE(m.has_gpu());
+    ASSERT_EQ(r.gpus.size(), 1u);
+    EXPECT_EQ(r.gpus[0].index, o.gpu_index);
+    EXPECT_GE(r.gpus[0].energy_joules, 0.0);
   }
+  // A GPU index NVML does not have: no meter, no readings.
+  greenshard::EnergyMeterOptions none;
+  none.gpu_index = 4096;
+  greenshard::EnergyMeter n(none);
+  EXPECT_FALSE(n.has_gpu());
+  EXPECT_TRUE(n.read().gpus.empty());
 }
+
+struct GpuCase {
+  const char* sentence;
+  int local_rank, nvml_devices;
+  const char* cuda_visible_devices;  // nullptr = unset
+  int expected;
+};
+
+class GpuSelection : public ::testing::TestWithParam<GpuCase> {};
+
+TEST_P(GpuSelection, PicksTheLocalRanksDevice) {
+  const auto& c = GetParam();
+  EXPECT_EQ(greenshard::select_gpu(c.local_rank, c.nvml_devices, c.cuda_visible_devices), c.expected);
+}
+
+const GpuCase kGpus[] = {
+    {"no NVML device means no GPU", 0, 0, nullptr, -1},
+    {"no NVML device even with CUDA_VISIBLE_DEVICES", 0, 0, "0", -1},
+    {"local rank 3 of 8 GPUs uses device 3", 3, 8, nullptr, 3},
+    {"a local rank beyond the devices has none", 8, 8, nullptr, -1},
+    {"CUDA_VISIBLE_DEVICES renumbers: local rank 1 of 2,3 uses device 3", 1, 8, "2,3", 3},
+    {"spaces in CUDA_VISIBLE_DEVICES are ignored", 0, 8, " 5 , 6", 5},
+    {"an empty CUDA_VISIBLE_DEVICES hides every device", 0, 8, "", -1},
+    {"a local rank beyond the visible devices has none", 2, 8, "2,3", -1},
+    {"CUDA stops at an index that does not exist", 1, 2, "0,7,1", -1},
+    {"devices named by UUID are not guessed", 0, 8, "GPU-8f6c1b2e-0000-0000-0000-000000000000", -1},
+    {"a negative local rank has none", -1, 8, nullptr, -1},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, GpuSelection, ::testing::ValuesIn(kGpus),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
 
 TEST(Status, UrlsSplitIntoServerAndPath) {
   EXPECT_EQ(greenshard::split_url("http://h:8080/v1/jobs/j1/status"),

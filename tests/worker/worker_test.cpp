@@ -2,6 +2,7 @@
 // launcher, --nproc) on loopback, real text, real checkpoints on disk, and a
 // real Prometheus server scraping a running worker.
 #include "common/spawn.h"
+#include "worker/config.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -13,6 +14,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace {
@@ -47,8 +50,10 @@ struct Job {
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
-  gstest::RankResult run(int nproc, std::vector<std::string> more = {}) const {
-    return gstest::run_process(args(nproc, std::move(more)), {{"OMP_NUM_THREADS", "1"}}, 300s);
+  gstest::RankResult run(int nproc, std::vector<std::string> more = {},
+                         std::map<std::string, std::string> env = {}) const {
+    env["OMP_NUM_THREADS"] = "1";
+    return gstest::run_process(args(nproc, std::move(more)), env, 300s);
   }
   json summary() const {
     std::ifstream in(dir.file("summary.json"));
@@ -103,6 +108,11 @@ TEST(Worker, TwoRanksLearnRealTextAndWriteACompleteSummary) {
   // Byte-level loss starts at ln(256) = 5.55; stated bound after 60 steps.
   EXPECT_LT(s["final_loss"].get<double>(), 3.3) << s.dump(2);
   EXPECT_LT(s["best_val_loss"].get<double>(), 3.5) << s.dump(2);
+  // Validation at step 20, 40 and 60 (the last step): the final one is the
+  // last of them, never better than the best.
+  ASSERT_TRUE(s["final_val_loss"].is_number()) << s.dump(2);
+  EXPECT_LT(s["final_val_loss"].get<double>(), 3.5) << s.dump(2);
+  EXPECT_GE(s["final_val_loss"].get<double>(), s["best_val_loss"].get<double>()) << s.dump(2);
   for (const char* k : {"energy_joules", "operational_grams", "embodied_grams", "sci_per_1k_tokens", "wall_s",
                         "tokens_per_s", "mfu"})
     EXPECT_GT(s[k].get<double>(), 0.0) << k;
@@ -182,14 +192,223 @@ TEST(Worker, ResumesOnFourRanksThenTwo) {
   EXPECT_LT(s["final_loss"].get<double>(), 4.5) << "a sane loss after 30 steps (5.55 at the start)";
 }
 
+// ---- the command line of the real binary ----------------------------------
+TEST(Worker, HelpListsEveryConfigField) {
+  auto r = gstest::run_process({kWorker, "--help"}, {}, 60s);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto fields = greenshard::config_fields();
+  ASSERT_FALSE(fields.empty());
+  for (const auto& f : fields) EXPECT_NE(r.output.find("--" + f.path + " "), std::string::npos) << f.path;
+  for (const char* flag : {"--config", "--print-config", "--nproc", "--log-format"})
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+}
+
+TEST(Worker, PrintConfigShowsResolvedValuesFileThenEnvironmentThenFlags) {
+  Job job(7);
+  auto r = gstest::run_process({kWorker, "--config", job.spec, "--print-config", "--model.layers", "3", "--carbon.pue",
+                                "1.7", "--log.format", "json"},
+                               {{"GREENSHARD_REGION", "DE"}, {"GREENSHARD_PUE", "1.5"},
+                                {"GREENSHARD_STATUS_TOKEN", "s3cret-token"}},
+                               60s);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("s3cret-token"), std::string::npos) << "the token is redacted";
+  json c = json::parse(r.output);
+  EXPECT_EQ(c["model"]["layers"], 3) << "flag over the file's 2";
+  EXPECT_EQ(c["model"]["embd"], 64) << "from the file";
+  EXPECT_EQ(c["schedule"]["steps"], 7) << "from the file";
+  EXPECT_EQ(c["carbon"]["region"], "DE") << "from the environment";
+  EXPECT_DOUBLE_EQ(c["carbon"]["pue"].get<double>(), 1.7) << "flag over the environment's 1.5";
+  EXPECT_EQ(c["log"]["format"], "json");
+  EXPECT_DOUBLE_EQ(c["optimizer"]["beta2"].get<double>(), 0.95) << "a default";
+  EXPECT_EQ(c["job_id"], "greenshard") << "the default job label";
+  EXPECT_EQ(c["status"]["token"], "<redacted>");
+}
+
+TEST(Worker, PrintConfigRejectsAnUnknownHardwareProfileOrShardingStrategy) {
+  Job job(7);
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--carbon.hardware", "cpu-node"}, "carbon.hardware: unknown hardware profile 'cpu-node'"},
+      {{"--sharding.strategy", "ZERO3"}, "sharding.strategy: must be FULL_SHARD"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> a{kWorker, "--config", job.spec, "--print-config"};
+    a.insert(a.end(), flags.begin(), flags.end());
+    auto r = gstest::run_process(a, {}, 60s);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+  }
+}
+
+// The lines of `output` that start with '{', parsed (a parse error fails).
+std::vector<json> json_lines(const std::string& output) {
+  std::vector<json> out;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] != '{') continue;
+    try {
+      out.push_back(json::parse(line));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not a JSON line: " << line << " (" << e.what() << ")";
+    }
+  }
+  return out;
+}
+
+TEST(Worker, JsonLogIsOneParseableLinePerStep) {
+  Job job(12);
+  auto r = job.run(1, {"--log-format", "json", "--log.every", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto lines = json_lines(r.output);
+  ASSERT_EQ(lines.size(), 12u) << r.output;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto& j = lines[i];
+    EXPECT_EQ(j["step"], static_cast<int>(i + 1)) << j.dump();
+    EXPECT_EQ(j["steps"], 12) << j.dump();
+    ASSERT_TRUE(j["loss"].is_number()) << j.dump();
+    EXPECT_GT(j["loss"].get<double>(), 0.0) << j.dump();
+    ASSERT_TRUE(j["tokens_per_s"].is_number()) << j.dump();
+    EXPECT_GT(j["tokens_per_s"].get<double>(), 0.0) << j.dump();
+    for (const char* k : {"lr", "ms", "mfu", "eta_s", "energy_joules"}) EXPECT_TRUE(j[k].is_number()) << k << j.dump();
+  }
+  EXPECT_EQ(r.output.find("step     1/12 | loss"), std::string::npos) << "no text step lines in JSON mode";
+}
+
+TEST(Worker, GradientAccumulationOverMicroBatchesTrainsOnTwoRanks) {
+  Job job(30);
+  auto r = job.run(2, {"--schedule.grad_accum", "3", "--schedule.batch_size", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("batch 4 x 32 x 3 accum per rank"), std::string::npos) << r.output;
+  auto s = job.summary();
+  EXPECT_EQ(s["state"], "succeeded");
+  EXPECT_EQ(s["steps"], 30);
+  EXPECT_EQ(s["tokens"].get<double>(), 30.0 * 4 * 32 * 3 * 2) << "every micro-batch of every rank counted";
+  EXPECT_LT(s["final_loss"].get<double>(), 4.5) << "a sane loss after 30 steps (5.55 at the start)";
+}
+
+// ---- status push: a real HTTP server on loopback plays the controller ------
+struct StatusServer {
+  httplib::Server server;
+  std::thread thread;
+  int port = 0;
+  std::mutex mu;
+  std::vector<std::pair<std::string, json>> posts;  // (Authorization, body)
+  StatusServer() {
+    server.Post("/v1/jobs/j1/status", [this](const httplib::Request& req, httplib::Response& res) {
+      json body;
+      try {
+        body = json::parse(req.body);
+      } catch (const std::exception&) {
+        body = req.body;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      posts.emplace_back(req.get_header_value("Authorization"), body);
+      res.status = req.get_header_value("Authorization") == "Bearer s3cret" ? 204 : 401;
+    });
+    port = server.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { server.listen_after_bind(); });
+  }
+  ~StatusServer() {
+    server.stop();
+    thread.join();
+  }
+  std::map<std::string, std::string> env() const {
+    return {{"GREENSHARD_STATUS_URL", "http://127.0.0.1:" + std::to_string(port) + "/v1/jobs/j1/status"},
+            {"GREENSHARD_STATUS_TOKEN", "s3cret"}};
+  }
+  std::vector<std::pair<std::string, json>> received() {
+    std::lock_guard<std::mutex> lock(mu);
+    return posts;
+  }
+};
+
+TEST(Worker, StatusPushSendsTheTokenProgressAndTheFinalState) {
+  StatusServer controller;
+  ASSERT_GT(controller.port, 0);
+  Job job(20);
+  // Status every step (a tiny interval), while the log prints every 5.
+  auto r = job.run(1, {"--status.interval_s", "0.000001"}, controller.env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("status push"), std::string::npos) << "no failed push: " << r.output;
+  const auto posts = controller.received();
+  ASSERT_GE(posts.size(), 2u) << r.output;
+  int64_t last_step = 0;
+  for (const auto& [auth, body] : posts) {
+    EXPECT_EQ(auth, "Bearer s3cret");
+    ASSERT_TRUE(body.is_object()) << body.dump();
+    EXPECT_EQ(body["total_steps"], 20) << body.dump();
+    ASSERT_TRUE(body["step"].is_number_integer()) << body.dump();
+    EXPECT_GE(body["step"].get<int64_t>(), last_step) << "progress only moves forward";
+    last_step = body["step"].get<int64_t>();
+    for (const char* k : {"tokens", "tokens_per_s", "mfu", "eta_s", "energy_joules", "operational_grams",
+                          "embodied_grams"})
+      EXPECT_TRUE(body[k].is_number()) << k << ": " << body.dump();
+  }
+  for (size_t i = 0; i + 1 < posts.size(); ++i) {
+    EXPECT_EQ(posts[i].second["state"], "running") << posts[i].second.dump();
+    EXPECT_GE(posts[i].second["step"].get<int>(), 1);
+    EXPECT_TRUE(posts[i].second["loss"].is_number()) << posts[i].second.dump();
+  }
+  const json& last = posts.back().second;
+  EXPECT_EQ(last["state"], "succeeded") << last.dump();
+  EXPECT_EQ(last["step"], 20);
+  EXPECT_EQ(last["tokens"], 20 * 8 * 32);
+  EXPECT_EQ(last["eta_s"], 0.0);
+}
+
+TEST(Worker, StatusPushFollowsStatusIntervalNotTheLogInterval) {
+  StatusServer controller;
+  Job job(20);
+  // A log line every step, a status push at most once an hour: one running
+  // push (after the first step), then the final state.
+  auto r = job.run(1, {"--log.every", "1", "--status.interval_s", "3600"}, controller.env());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto posts = controller.received();
+  ASSERT_FALSE(posts.empty()) << r.output;
+  EXPECT_LE(posts.size(), 2u) << "pushes follow status.interval_s, not log.every";
+  if (posts.size() == 2) {
+    EXPECT_EQ(posts[0].second["state"], "running");
+    EXPECT_EQ(posts[0].second["step"], 1);
+  }
+  EXPECT_EQ(posts.back().second["state"], "succeeded");
+  EXPECT_EQ(posts.back().second["step"], 20);
+}
+
+TEST(Worker, StatusPushReportsFailedWhenTrainingThrows) {
+  StatusServer controller;
+  Job job(20);
+  std::ofstream(job.dir.file("bad.bin")) << std::string(64, 'x');
+  auto r = job.run(1, {"--data.train", job.dir.file("bad.bin")}, controller.env());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const auto posts = controller.received();
+  ASSERT_FALSE(posts.empty()) << r.output;
+  const auto& [auth, last] = posts.back();
+  EXPECT_EQ(auth, "Bearer s3cret");
+  EXPECT_EQ(last["state"], "failed") << last.dump();
+  EXPECT_EQ(last["total_steps"], 20) << last.dump();
+  ASSERT_TRUE(last["message"].is_string()) << last.dump();
+  EXPECT_NE(last["message"].get<std::string>().find("bad magic"), std::string::npos) << last.dump();
+}
+
 // ---- bad input: a clear error naming what is wrong, exit 2, nothing saved ----
 struct BadCase {
   const char* sentence;
   std::function<std::vector<std::string>(Job&)> extra_args;
   const char* message;
+  const char* checkpoint_dir = "ckpt";  // the checkpoint.dir the row configures, under the job's temp dir
+  const char* in_the_way = nullptr;     // a file (content "x") the row put where the checkpoint dir goes
 };
 
 class BadInput : public ::testing::TestWithParam<BadCase> {};
+
+// step_* entries (complete or partial checkpoints) anywhere under `root`.
+std::vector<std::string> checkpoints_under(const std::string& root) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->path().filename().string().rfind("step_", 0) == 0) found.push_back(it->path().string());
+  return found;
+}
 
 TEST_P(BadInput, IsAClearErrorAndLeavesNoCheckpoint) {
   const auto& c = GetParam();
@@ -197,10 +416,17 @@ TEST_P(BadInput, IsAClearErrorAndLeavesNoCheckpoint) {
   auto r = job.run(2, c.extra_args(job));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
-  bool any = false;
-  if (fs::exists(job.dir.file("ckpt")))
-    for (const auto& e : fs::directory_iterator(job.dir.file("ckpt"))) any |= e.path().filename().string().rfind("step_", 0) == 0;
-  EXPECT_FALSE(any) << "no (partial) checkpoint";
+  // The directory this row configured, and anything else under the temp dir.
+  const std::string configured = job.dir.file(c.checkpoint_dir);
+  EXPECT_TRUE(checkpoints_under(configured).empty()) << "no (partial) checkpoint in " << configured;
+  const auto anywhere = checkpoints_under(job.dir.path());
+  EXPECT_TRUE(anywhere.empty()) << "no (partial) checkpoint, found " << (anywhere.empty() ? "" : anywhere[0]);
+  if (c.in_the_way) {
+    std::ifstream in(job.dir.file(c.in_the_way));
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(fs::is_regular_file(job.dir.file(c.in_the_way)));
+    EXPECT_EQ(content, "x") << "the file in the way is left as it was";
+  }
 }
 
 const BadCase kBad[] = {
@@ -228,10 +454,16 @@ const BadCase kBad[] = {
      "(truncated or corrupt)"},
     {"an unwritable checkpoint directory",
      [](Job& j) {
-       std::ofstream(j.dir.file("afile")) << "x";  // a file where a directory should be
+       // A file where a directory should be (tests run as root, which
+       // ignores file modes); the worker must leave the file as it was.
+       std::ofstream(j.dir.file("afile")) << "x";
        return std::vector<std::string>{"--checkpoint.dir", j.dir.file("afile") + "/ckpt"};
      },
-     "checkpoint.dir: '"},
+     "checkpoint.dir: '", "afile/ckpt", "afile"},
+    {"an unknown hardware profile", [](Job&) { return std::vector<std::string>{"--carbon.hardware", "cpu-node"}; },
+     "carbon.hardware: unknown hardware profile 'cpu-node'"},
+    {"an unknown sharding strategy", [](Job&) { return std::vector<std::string>{"--sharding.strategy", "ZERO3"}; },
+     "sharding.strategy: must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD, got 'ZERO3'"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, BadInput, ::testing::ValuesIn(kBad),
