@@ -6,10 +6,10 @@
 // Prints one line per test ("[ PASS ] name (ms)", "[ FAIL ] name: why",
 // "[ SKIP ] name: why") and "RESULT gpu_tests passed=P failed=F skipped=S";
 // exits with the number of failures. Two tests run only with --only NAME,
-// each in a process of its own (run.sh does): checkpoint_device (the
-// checkpoint writer reads master shards through host pointers; with masters
-// on the device it may crash the process until checkpoint.cpp copies them
-// to the host) and timeout_abort (a deliberate NCCL timeout +
+// each in a process of its own (run.sh does): checkpoint_device (masters
+// on the device; checkpoint.cpp copies them to the host before writing, but
+// this path has never run on a GPU, so a crash there must not take the other
+// tests with it) and timeout_abort (a deliberate NCCL timeout +
 // ncclCommAbort, which may leave the device unusable).
 #include "shard/checkpoint.h"
 #include "shard/communicator.h"

@@ -37,7 +37,10 @@ namespace fs = std::filesystem;
 constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'T', '0', '1'};
 // v2: CRC-32C per file and per segment (one unit's master, exp_avg or
 // exp_avg_sq shard), so a reader verifies exactly the bytes it reads.
-constexpr int kFormatVersion = 2;
+// v3: every parameter line names the stored dtype. v2 is still read (its
+// shards are fp32 like v3's).
+constexpr int kFormatVersion = 3;
+constexpr int kOldestReadableVersion = 2;
 constexpr int kParts = 3;  // master, exp_avg, exp_avg_sq
 
 // An fd closed on scope exit.
@@ -157,10 +160,11 @@ std::string step_dir(const std::string& root, int64_t step) {
 struct ManifestUnit {
   std::string name;
   int64_t numel = 0, padded = 0, shard = 0;
-  std::vector<std::string> params;  // "name offset numel d0 d1 ..." canonical text
+  std::vector<std::string> params;  // param_line() text of the manifest's version
 };
 
 struct Manifest {
+  int version = 0;
   int world_size = 0, group_size = 0;
   std::string strategy;
   int64_t step = 0;
@@ -172,9 +176,15 @@ struct Manifest {
   std::vector<std::vector<uint32_t>> segments;      // per rank: CRC of unit u part p at [u * 3 + p]
 };
 
-std::string param_line(const FlatParamEntry& e) {
+// The dtype of what the shard files hold for a parameter: the fp32 master.
+constexpr const char* kStoredDtype = "float32";
+
+// "name offset numel dtype ndim d0 d1 ..." (v3; v2 has no dtype).
+std::string param_line(const FlatParamEntry& e, int version = kFormatVersion) {
   std::ostringstream os;
-  os << e.name << " " << e.offset << " " << e.numel << " " << e.shape.size();
+  os << e.name << " " << e.offset << " " << e.numel;
+  if (version >= 3) os << " " << kStoredDtype;
+  os << " " << e.shape.size();
   for (auto d : e.shape) os << " " << d;
   return os.str();
 }
@@ -198,9 +208,11 @@ Manifest parse_manifest(const std::string& path) {
     return ls;
   };
   try {
-    int version = 0;
+    int& version = m.version;
     next("greenshard-checkpoint") >> version;
-    if (version != kFormatVersion) fail("unsupported format version " + std::to_string(version));
+    if (version < kOldestReadableVersion || version > kFormatVersion)
+      fail("unsupported format version " + std::to_string(version) + " (this build reads versions " +
+           std::to_string(kOldestReadableVersion) + " to " + std::to_string(kFormatVersion) + ")");
     next("world_size") >> m.world_size;
     next("shard_group_size") >> m.group_size;
     next("strategy") >> m.strategy;
@@ -220,7 +232,15 @@ Manifest parse_manifest(const std::string& path) {
       ls >> mu.name >> mu.numel >> mu.padded >> mu.shard >> nparams;
       if (!ls || mu.padded != mu.shard * m.group_size || mu.numel > mu.padded) fail("bad unit line");
       for (size_t p = 0; p < nparams; ++p) {
-        next("param");
+        auto ps = next("param");
+        if (version >= 3) {
+          std::string pname, dtype;
+          int64_t offset = 0, numel = 0;
+          ps >> pname >> offset >> numel >> dtype;
+          if (!ps) fail("bad param line");
+          if (dtype != kStoredDtype)
+            fail("parameter '" + pname + "' has dtype '" + dtype + "'; shard files hold " + kStoredDtype);
+        }
         mu.params.push_back(line.substr(6));
       }
       m.units.push_back(std::move(mu));
@@ -247,6 +267,15 @@ Manifest parse_manifest(const std::string& path) {
     fail("unparsable value");
   }
   return m;
+}
+
+std::function<void(const std::string&)>& fault_hook() {
+  static std::function<void(const std::string&)> hook;
+  return hook;
+}
+
+void fault_point(const char* point) {
+  if (fault_hook()) fault_hook()(point);
 }
 
 // Everybody or nobody: one rank's error fails every rank (collective).
@@ -309,6 +338,7 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
         write_fully(fd.fd, parts[p].data_ptr(), n, tmp);
         size += static_cast<int64_t>(n);
       }
+      if (i == 0) fault_point("shard_partially_written");
     }
     if (::fsync(fd.fd) != 0) throw std::runtime_error("checkpoint: fsync failed: " + tmp);
     sums[0] = size;
@@ -316,6 +346,7 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
     fs::rename(tmp, path);
     fsync_dir(path);
   }
+  fault_point("shard_renamed");
 
   // 2. Everybody's size and checksums, for the manifest.
   const int64_t per = static_cast<int64_t>(sums.size());
@@ -339,7 +370,7 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
       const auto& l = u->layout();
       m << "unit " << unit_name(u->name()) << " " << l.numel() << " " << l.padded_numel() << " " << l.shard_numel()
         << " " << l.entries().size() << "\n";
-      for (const auto& e : l.entries()) m << "param " << param_line(e) << "\n";
+      for (const auto& e : l.entries()) m << "param " << param_line(e) << "\n";  // (masters: fp32)
     }
     m << "files " << W << "\n";
     auto a = all.accessor<int64_t, 1>();
@@ -351,20 +382,31 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
     }
     const std::string manifest = m.str();
     write_durable((fs::path(dir) / "manifest.txt").string(), manifest);
+    fault_point("manifest_written");
     write_durable((fs::path(dir) / "DONE").string(),
                   "manifest " + hex64(crc32c(0, manifest.data(), manifest.size())) + "\n");
     if (options.keep_last > 0) {
-      std::vector<std::string> done;
-      for (const auto& entry : fs::directory_iterator(root, ec))
-        if (entry.path().filename().string().rfind("step_", 0) == 0 && fs::exists(entry.path() / "DONE"))
-          done.push_back(entry.path().string());
+      // The newest K DONE checkpoints stay. A step directory without DONE
+      // that sorts before the newest DONE one is a save that crashed (it
+      // is never trusted): removed. A newer one may be a save in progress
+      // (or to be retried): kept.
+      std::vector<std::string> done, partial;
+      for (const auto& entry : fs::directory_iterator(root, ec)) {
+        if (entry.path().filename().string().rfind("step_", 0) != 0 || !entry.is_directory(ec)) continue;
+        (fs::exists(entry.path() / "DONE") ? done : partial).push_back(entry.path().string());
+      }
       std::sort(done.begin(), done.end());
+      if (!done.empty())
+        for (const auto& p : partial)
+          if (fs::path(p).filename().string() < fs::path(done.back()).filename().string()) fs::remove_all(p, ec);
       for (size_t i = 0; i + options.keep_last < done.size(); ++i) fs::remove_all(done[i], ec);
     }
   }
   world->barrier({rt.options().timeout, "checkpoint done"})->wait();
   return dir;
 }
+
+void set_checkpoint_fault_hook(std::function<void(const std::string& point)> hook) { fault_hook() = std::move(hook); }
 
 std::string latest_checkpoint(const std::string& root) {
   std::error_code ec;
@@ -409,8 +451,10 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
       const auto& entries = u->layout().entries();
       if (mu.params.size() != entries.size() || mu.numel != u->layout().numel())
         other("unit '" + mu.name + "' has a different parameter set");
-      for (size_t p = 0; p < entries.size(); ++p)
-        if (mu.params[p] != param_line(entries[p])) other("parameter '" + mu.params[p] + "' vs '" + param_line(entries[p]) + "'");
+      for (size_t p = 0; p < entries.size(); ++p) {
+        const std::string here = param_line(entries[p], man.version);
+        if (mu.params[p] != here) other("parameter '" + mu.params[p] + "' vs '" + here + "'");
+      }
     }
     // Which bytes of which old files this rank's new shards need; old shards
     // of shard group 0 (ranks 0..G-1) cover everything. Each overlapping old
@@ -502,7 +546,7 @@ void export_full_state_dict(FullyShardedModel& model, const std::string& path, E
       if (format == ExportFormat::kTorchSave)
         dict.insert(name, values[i].to(at::kCPU));
       else
-        archive.write(name, values[i]);
+        archive.write(name, values[i].to(at::kCPU));  // (host tensors in the file)
     }
   });
   std::string error;

@@ -31,7 +31,7 @@ double FullyShardedModel::clip_grad_norm(double max_norm, double norm_type) {
   if (comm->size() > 1) {
     if (inf) {
       // max via gather: tiny.
-      at::Tensor all = at::empty({comm->size()}, at::kDouble);
+      at::Tensor all = at::empty({comm->size()}, local.options());  // (on the gradients' device)
       comm->all_gather_into(all, local, {rt_->options().timeout, "clip_grad_norm"})->wait();
       local = all.max().reshape({1});
     } else {

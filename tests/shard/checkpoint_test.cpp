@@ -1,6 +1,7 @@
 // Sharded checkpoints: save on N ranks, resume on M ranks (real rank
 // processes on loopback), corruption and incomplete checkpoints.
 #include "common/spawn.h"
+#include "crc32c.h"  // shard/src: the DONE marker's checksum
 #include "parity_harness.h"
 #include "shard/checkpoint.h"
 #include "shard/fully_shard.h"
@@ -15,8 +16,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
-#include <thread>
+#include <sstream>
 
 #include <signal.h>
 #include <unistd.h>
@@ -45,14 +47,12 @@ int run_rank() {
     spec.export_path = env_or("GS_EXPORT", "");
     spec.export_torch_save = env_or("GS_EXPORT_FORMAT", "") == "torch_save";
     spec.dump_optimizer = true;
-    if (!env_or("GS_KILL_DURING_SAVE", "").empty() && env_or("RANK", "0") == "1") {
-      // Rank 1 is SIGKILLed the moment the save of step GS_KILL_DURING_SAVE
-      // begins (its directory appears), from outside the checkpoint code.
-      const fs::path doomed = fs::path(spec.ckpt_root) / ("step_0000000" + env_or("GS_KILL_DURING_SAVE", ""));
-      std::thread([doomed] {
-        while (!fs::exists(doomed)) std::this_thread::sleep_for(std::chrono::microseconds(200));
-        ::kill(::getpid(), SIGKILL);
-      }).detach();
+    if (!env_or("GS_KILL_AT", "").empty() && env_or("RANK", "0") == env_or("GS_KILL_RANK", "1")) {
+      // This rank SIGKILLs itself when its save reaches the point GS_KILL_AT
+      // (the run saves once, at GS_SAVE_AT).
+      shard::set_checkpoint_fault_hook([want = env_or("GS_KILL_AT", "")](const std::string& point) {
+        if (point == want) ::kill(::getpid(), SIGKILL);
+      });
     }
     shard::FullyShardOptions o;
     o.strategy = shard::parse_sharding_strategy(env_or("GS_STRATEGY", "FULL_SHARD"));
@@ -179,30 +179,77 @@ INSTANTIATE_TEST_SUITE_P(Table, Restore,
                                            std::make_pair("saved on two, loaded on four", 4)),
                          [](const auto& info) { return gstest::test_name(info.param.first); });
 
-TEST(CrashDuringSave, PreviousCheckpointStaysLoadableAndThePartialOneIsIgnored) {
+// SIGKILL of one rank at a point inside the save (set_checkpoint_fault_hook
+// in the rank, from GS_KILL_AT / GS_KILL_RANK).
+struct CrashCase {
+  const char* sentence;
+  const char* point;
+  int rank;
+  // What the partial checkpoint directory holds then.
+  std::function<void(const fs::path&)> expect_left;
+};
+
+class CrashDuringSave : public ::testing::TestWithParam<CrashCase> {};
+
+TEST_P(CrashDuringSave, PreviousCheckpointStaysLoadableAndThePartialOneIsIgnored) {
+  const auto& c = GetParam();
+  SCOPED_TRACE(c.sentence);
   gstest::TempDir dir;
   const std::string root = dir.file("ckpt");
   auto first = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_STEPS", "3"}, {"GS_SAVE_AT", "2"}, {"GS_OUT", dir.file("a.pt")}});
   ASSERT_TRUE(first.ok()) << first.output();
   const std::string step2 = (fs::path(root) / "step_00000002").string();
+  const fs::path step4 = fs::path(root) / "step_00000004";
   ASSERT_EQ(shard::latest_checkpoint(root), step2);
-  // Resume and save again at step 4; rank 1 is killed as that save begins.
+  // Resume and save again at step 4; one rank is killed inside that save.
   auto crashed = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_RESUME", "latest"}, {"GS_STEPS", "5"}, {"GS_SAVE_AT", "4"},
-                            {"GS_KILL_DURING_SAVE", "4"}, {"GS_OUT", dir.file("b.pt")}});
+                            {"GS_KILL_AT", c.point}, {"GS_KILL_RANK", std::to_string(c.rank)},
+                            {"GS_OUT", dir.file("b.pt")}});
   ASSERT_FALSE(crashed.ok());
-  EXPECT_EQ(crashed.ranks[1].signal, SIGKILL) << crashed.output();
-  EXPECT_FALSE(crashed.ranks[0].timed_out) << "rank 0 must notice the dead peer: " << crashed.output();
-  EXPECT_NE(crashed.ranks[0].exit_code, 0) << crashed.output();
-  EXPECT_TRUE(fs::exists(fs::path(root) / "step_00000004")) << "the save had begun";
-  EXPECT_FALSE(fs::exists(fs::path(root) / "step_00000004" / "DONE"));
+  const int survivor = 1 - c.rank;
+  EXPECT_EQ(crashed.ranks[c.rank].signal, SIGKILL) << crashed.output();
+  EXPECT_FALSE(crashed.ranks[survivor].timed_out) << "the survivor must notice the dead peer: " << crashed.output();
+  EXPECT_NE(crashed.ranks[survivor].exit_code, 0) << crashed.output();
+  c.expect_left(step4);
+  EXPECT_FALSE(fs::exists(step4 / "DONE"));
   EXPECT_EQ(shard::latest_checkpoint(root), step2) << "the partial checkpoint is ignored";
-  // Relaunch: resumes from step 2, and the interrupted save now completes.
+  // The previous checkpoint loads, by name.
+  auto previous = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_RESUME", step2}, {"GS_STEPS", "3"}, {"GS_OUT", dir.file("p.pt")}});
+  ASSERT_TRUE(previous.ok()) << previous.output();
+  EXPECT_EQ(gstest::load_result(dir.file("p.pt")).losses.size(), 1u) << "resumed at step 2";
+  // Relaunch: resumes from step 2 (latest), and the interrupted save now completes.
   auto again = launch(2, {{"GS_CKPT_ROOT", root}, {"GS_RESUME", "latest"}, {"GS_STEPS", "5"}, {"GS_SAVE_AT", "4"},
                           {"GS_OUT", dir.file("c.pt")}});
   ASSERT_TRUE(again.ok()) << again.output();
   EXPECT_EQ(gstest::load_result(dir.file("c.pt")).losses.size(), 3u);
-  EXPECT_EQ(shard::latest_checkpoint(root), (fs::path(root) / "step_00000004").string());
+  EXPECT_EQ(shard::latest_checkpoint(root), step4.string());
 }
+
+const CrashCase kCrashes[] = {
+    {"rank 1 dies with part of its shard in its temp file", "shard_partially_written", 1,
+     [](const fs::path& d) {
+       ASSERT_TRUE(fs::exists(d / "rank_1.bin.tmp"));
+       EXPECT_GT(fs::file_size(d / "rank_1.bin.tmp"), 8u) << "shard bytes (past the magic) were written";
+       EXPECT_FALSE(fs::exists(d / "rank_1.bin"));
+       EXPECT_FALSE(fs::exists(d / "manifest.txt"));
+     }},
+    {"rank 1 dies after renaming its shard file, before the manifest", "shard_renamed", 1,
+     [](const fs::path& d) {
+       EXPECT_TRUE(fs::exists(d / "rank_1.bin"));
+       EXPECT_FALSE(fs::exists(d / "manifest.txt"));
+     }},
+    {"rank 0 dies after writing the manifest, before DONE", "manifest_written", 0,
+     [](const fs::path& d) {
+       EXPECT_TRUE(fs::exists(d / "rank_0.bin"));
+       EXPECT_TRUE(fs::exists(d / "rank_1.bin"));
+       EXPECT_TRUE(fs::exists(d / "manifest.txt"));
+     }},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, CrashDuringSave, ::testing::ValuesIn(kCrashes),
+                         [](const ::testing::TestParamInfo<CrashCase>& info) {
+                           return gstest::test_name(info.param.sentence);
+                         });
 
 class Damaged : public ::testing::Test {
  protected:
@@ -220,7 +267,7 @@ class Damaged : public ::testing::Test {
   Gang resume(const std::string& d, std::map<std::string, std::string> extra = {}) {
     extra["GS_CKPT_ROOT"] = root;
     extra["GS_RESUME"] = d;
-    extra["GS_OUT"] = dir.file("y.pt");
+    extra.emplace("GS_OUT", dir.file("y.pt"));
     return launch(2, extra);
   }
   gstest::TempDir dir;
@@ -241,14 +288,19 @@ TEST_F(Damaged, CorruptShardIsAClearErrorNamingTheFileAndThePreviousCheckpointSt
   EXPECT_TRUE(good.ok()) << good.output();
 }
 
-TEST_F(Damaged, TruncatedOrMissingShardIsAClearError) {
+TEST_F(Damaged, TruncatedOrMissingShardIsAClearErrorAndThePreviousCheckpointStillLoads) {
   fs::resize_file(step4 + "/rank_0.bin", 64);
   auto bad = resume(step4);
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.output().find("rank_0.bin has 64 bytes"), std::string::npos) << bad.output();
+  auto good = resume(step2);
+  EXPECT_TRUE(good.ok()) << good.output();
   fs::remove(step4 + "/rank_0.bin");
   bad = resume(step4);
-  EXPECT_NE(bad.output().find("missing file"), std::string::npos) << bad.output();
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.output().find("missing file " + step4 + "/rank_0.bin"), std::string::npos) << bad.output();
+  good = resume(step2);
+  EXPECT_TRUE(good.ok()) << good.output();
 }
 
 TEST_F(Damaged, CheckpointWithoutDoneMarkerIsNotTrusted) {
@@ -258,6 +310,89 @@ TEST_F(Damaged, CheckpointWithoutDoneMarkerIsNotTrusted) {
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.output().find("no DONE marker"), std::string::npos) << bad.output();
   EXPECT_TRUE(resume("latest").ok());
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Rewrites a checkpoint's manifest and its DONE marker (the manifest's
+// CRC-32C) to match, as another writer version would have.
+void rewrite_manifest(const std::string& dir, const std::string& text) {
+  std::ofstream(dir + "/manifest.txt", std::ios::binary | std::ios::trunc) << text;
+  char done[64];
+  std::snprintf(done, sizeof done, "manifest %016llx\n",
+                static_cast<unsigned long long>(shard::crc32c(0, text.data(), text.size())));
+  std::ofstream(dir + "/DONE", std::ios::binary | std::ios::trunc) << done;
+}
+
+// Applies f to every "param ..." line's tokens.
+std::string map_param_lines(const std::string& text, const std::function<void(std::vector<std::string>&)>& f) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.rfind("param ", 0) == 0) {
+      std::istringstream ls(line);
+      std::vector<std::string> tok;
+      for (std::string t; ls >> t;) tok.push_back(t);
+      f(tok);
+      line.clear();
+      for (const auto& t : tok) line += (line.empty() ? "" : " ") + t;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string with_version(const std::string& text, int version) {
+  const auto eol = text.find('\n');
+  return "greenshard-checkpoint " + std::to_string(version) + text.substr(eol);
+}
+
+TEST_F(Damaged, ManifestNamesEveryParametersDtypeAndVersionTwoStillLoads) {
+  const std::string v3 = read_file(step4 + "/manifest.txt");
+  ASSERT_EQ(v3.rfind("greenshard-checkpoint 3\n", 0), 0u) << v3.substr(0, 40);
+  int params = 0;
+  map_param_lines(v3, [&](std::vector<std::string>& tok) {
+    ++params;
+    // param <name> <offset> <numel> <dtype> <ndim> <dims...>
+    ASSERT_GE(tok.size(), 6u);
+    EXPECT_EQ(tok[4], "float32") << tok[1];
+    EXPECT_EQ(tok.size(), 6u + std::stoul(tok[5])) << tok[1];
+  });
+  EXPECT_GT(params, 0);
+  auto want = resume(step4, {{"GS_OUT", dir.file("v3.pt")}});
+  ASSERT_TRUE(want.ok()) << want.output();
+
+  struct Case {
+    const char* sentence;
+    std::string manifest;
+    const char* error;  // nullptr: loads like the version-3 manifest
+  };
+  const Case cases[] = {
+      {"a version-2 manifest (no dtypes) loads like the version-3 one",
+       with_version(map_param_lines(v3, [](std::vector<std::string>& t) { t.erase(t.begin() + 4); }), 2), nullptr},
+      {"a version-1 manifest is refused naming the version", with_version(v3, 1), "unsupported format version 1"},
+      {"a version-4 manifest is refused naming the version", with_version(v3, 4), "unsupported format version 4"},
+      {"a parameter stored in another dtype is refused naming it",
+       map_param_lines(v3, [](std::vector<std::string>& t) { t[4] = "bfloat16"; }), "has dtype 'bfloat16'"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.sentence);
+    rewrite_manifest(step4, c.manifest);
+    auto got = resume(step4, {{"GS_OUT", dir.file("got.pt")}});
+    if (!c.error) {
+      ASSERT_TRUE(got.ok()) << got.output();
+      auto a = gstest::load_result(dir.file("v3.pt")), b = gstest::load_result(dir.file("got.pt"));
+      EXPECT_EQ(a.losses, b.losses);
+      for (const auto& [name, t] : a.params) EXPECT_TRUE(at::equal(b.params.at(name), t)) << name;
+    } else {
+      EXPECT_FALSE(got.ok());
+      EXPECT_NE(got.output().find(step4 + "/manifest.txt line"), std::string::npos) << got.output();
+      EXPECT_NE(got.output().find(c.error), std::string::npos) << got.output();
+    }
+  }
 }
 
 TEST_F(Damaged, ManifestOfAnotherModelIsAClearError) {
@@ -359,7 +494,7 @@ TEST(ConsolidatedStateDict, TorchSaveExportReadsInPickleLoadAndByTorchLoadsProto
       << c.output();
 }
 
-TEST(CheckpointRetention, KeepsTheNewestK) {
+TEST(CheckpointRetention, KeepsTheNewestKAndRemovesCrashedSavesOlderThanTheNewest) {
   // Parameters-only checkpoints of a one-rank model, in-process.
   gstest::TempDir dir;
   shard::RendezvousInfo info{"127.0.0.1", gstest::free_port(), 0, 1, 0, 1};
@@ -367,13 +502,30 @@ TEST(CheckpointRetention, KeepsTheNewestK) {
   auto m = std::make_shared<torch::nn::Module>();
   m->register_module("l", torch::nn::Linear(3, 3));
   shard::FullyShardedModel fsdp(m, rdzv, {});
+  auto listing = [&] {
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
+    std::sort(left.begin(), left.end());
+    return left;
+  };
+  // Saves without DONE, as a crash leaves them: one older than what will
+  // be saved, one newer (it may be a save in progress); and a folder that
+  // is no checkpoint.
+  for (const char* partial : {"step_00000002", "step_00000009"}) {
+    fs::create_directories(dir.file(partial));
+    std::ofstream(dir.file(std::string(partial) + "/rank_0.bin.tmp")) << "partial";
+  }
+  fs::create_directories(dir.file("notes"));
+  // Without retention nothing is removed.
+  shard::save_checkpoint(fsdp, nullptr, dir.path(), 1);
+  shard::save_checkpoint(fsdp, nullptr, dir.path(), 3);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"notes", "step_00000001", "step_00000002", "step_00000003",
+                                                 "step_00000009"}));
   shard::CheckpointOptions keep2;
   keep2.keep_last = 2;
-  for (int s = 1; s <= 4; ++s) shard::save_checkpoint(fsdp, nullptr, dir.path(), s, "", keep2);
-  std::vector<std::string> left;
-  for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
-  std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{"step_00000003", "step_00000004"}));
+  for (int s = 4; s <= 5; ++s) shard::save_checkpoint(fsdp, nullptr, dir.path(), s, "", keep2);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"notes", "step_00000004", "step_00000005", "step_00000009"}));
+  EXPECT_EQ(shard::latest_checkpoint(dir.path()), dir.file("step_00000005"));
   EXPECT_THROW(shard::save_checkpoint(fsdp, nullptr, dir.path(), -1), std::invalid_argument);
 }
 

@@ -65,6 +65,16 @@ greenshard::GPTConfig deferred_config() {
   return c;
 }
 
+greenshard::GPTConfig seeded_config() {
+  greenshard::GPTConfig c;
+  c.vocab_size = 64;
+  c.block_size = 8;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  return c;
+}
+
 // ---- rank scenarios (run in child processes) ----
 int run_scenario(const std::string& name) {
   try {
@@ -105,6 +115,27 @@ int run_scenario(const std::string& name) {
         r.params = full;
         gstest::save_result(r, env_or("GS_OUT", ""));
       }
+      rdzv->world()->barrier()->wait();
+      return 0;
+    }
+    if (name == "seeded_by_rank") {
+      // Every rank builds the model from its own seed (100 + rank), eagerly
+      // or deferred (unit by unit); GS_SYNC says whether sync_module_states
+      // copies rank 0's values. Each rank writes the full parameters it
+      // sees: with NO_SHARD its own replica, else gathered from the shards.
+      auto info = shard::rendezvous_info_from_env();
+      auto rdzv = shard::Rendezvous::connect(info);
+      torch::manual_seed(100 + info.rank);
+      greenshard::GPT model(seeded_config(), /*deferred=*/env_or("GS_DEFERRED", "0") == "1");
+      shard::FullyShardOptions o;
+      o.strategy = shard::parse_sharding_strategy(env_or("GS_STRATEGY", "FULL_SHARD"));
+      o.wrap = shard::WrapPolicy::by_type<greenshard::BlockImpl>();
+      if (env_or("GS_DEFERRED", "0") == "1") o.param_init = model->param_init();
+      o.sync_module_states = env_or("GS_SYNC", "0") == "1";
+      shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
+      gstest::TrainResult r;
+      r.params = fsdp.full_parameters();
+      gstest::save_result(r, env_or("GS_OUT", "") + "." + std::to_string(info.rank));
       rdzv->world()->barrier()->wait();
       return 0;
     }
@@ -279,6 +310,80 @@ TEST(UnitByUnitInit, PeakMemoryIsShardsPlusOneUnitAndValuesEqualTheWholeModelBui
       EXPECT_TRUE(at::equal(got.params.at(p.key()), p.value())) << p.key();
   }
 }
+
+// sync_module_states: ranks that built the model from different seeds end
+// up with rank 0's values when it is on, and keep their own when it is off.
+struct SyncCase {
+  const char* sentence;
+  const char* strategy;
+  bool sync;
+  bool deferred;
+};
+
+class SyncModuleStates : public ::testing::TestWithParam<SyncCase> {};
+
+TEST_P(SyncModuleStates, RanksSeededDifferentlyEndWithRankZerosValuesOnlyWhenOn) {
+  const auto& c = GetParam();
+  SCOPED_TRACE(c.sentence);
+  const int world = 2;
+  gstest::TempDir dir;
+  gstest::SpawnOptions so;
+  so.world_size = world;
+  so.timeout = std::chrono::seconds(120);
+  so.env = {{"GS_RANK_SCENARIO", "seeded_by_rank"}, {"GS_OUT", dir.file("params.pt")},
+            {"GS_STRATEGY", c.strategy}, {"GS_SYNC", c.sync ? "1" : "0"},
+            {"GS_DEFERRED", c.deferred ? "1" : "0"}, {"OMP_NUM_THREADS", "1"}};
+  for (const auto& r : gstest::run_ranks({gstest::self_exe()}, so)) ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Each rank's model as built from its seed in this process (the
+  // unit-by-unit build gives the same values as the whole-model one).
+  std::vector<std::map<std::string, at::Tensor>> seeded(world);
+  for (int rank = 0; rank < world; ++rank) {
+    torch::manual_seed(100 + rank);
+    greenshard::GPT whole(seeded_config());
+    for (const auto& p : whole->named_parameters()) seeded[rank][p.key()] = p.value().detach().clone();
+  }
+  int differ_between_seeds = 0;
+  for (const auto& [name, t] : seeded[0]) differ_between_seeds += !at::equal(t, seeded[1].at(name));
+  ASSERT_GT(differ_between_seeds, 0) << "the seeds must give different models, or this proves nothing";
+  const bool replicas = std::string(c.strategy) == "NO_SHARD";
+  for (int rank = 0; rank < world; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    auto got = gstest::load_result(dir.file("params.pt." + std::to_string(rank))).params;
+    ASSERT_EQ(got.size(), seeded[0].size());
+    int differ_from_rank0 = 0;
+    for (const auto& [name, t] : seeded[0]) {
+      ASSERT_TRUE(got.count(name)) << name;
+      const bool equal = at::equal(got.at(name), t);
+      differ_from_rank0 += !equal;
+      if (c.sync) {
+        EXPECT_TRUE(equal) << name << " is not rank 0's value";
+      }
+      // A replica keeps exactly what its own seed built.
+      if (!c.sync && replicas) {
+        EXPECT_TRUE(at::equal(got.at(name), seeded[rank].at(name))) << name;
+      }
+    }
+    // Off: rank 1's own values show (its replica, or its shards in the
+    // gathered parameters every rank sees).
+    if (!c.sync && (rank == 1 || !replicas)) {
+      EXPECT_GT(differ_from_rank0, 0);
+    }
+  }
+}
+
+const SyncCase kSync[] = {
+    {"full shard, sync on: the gathered parameters are rank 0's", "FULL_SHARD", true, false},
+    {"full shard, sync off: rank 1's shards hold its own seed's values", "FULL_SHARD", false, false},
+    {"no shard, sync on: every replica is rank 0's", "NO_SHARD", true, false},
+    {"no shard, sync off: every replica keeps its own seed's values", "NO_SHARD", false, false},
+    {"unit by unit init, full shard, sync on: rank 0's values", "FULL_SHARD", true, true},
+    {"unit by unit init, no shard, sync off: own values", "NO_SHARD", false, true},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, SyncModuleStates, ::testing::ValuesIn(kSync),
+                         [](const ::testing::TestParamInfo<SyncCase>& info) {
+                           return gstest::test_name(info.param.sentence);
+                         });
 
 TEST(ActivationCheckpointing, SameGradientsWithLessActivationMemory) {
   shard::RendezvousInfo info{"127.0.0.1", gstest::free_port(), 0, 1, 0, 1};

@@ -6,12 +6,15 @@
 // checkpoints with a DONE marker.
 //
 // Loading on a different world size (or shard-group size) reshards: each
-// rank reads only the byte ranges of old shards that overlap its new shard.
+// rank reads only the old segments (one unit's master, exp_avg or exp_avg_sq
+// shard of one old rank: shard_numel * 4 bytes) that overlap its new shard,
+// each whole, to verify its CRC-32C, and keeps the overlapping part.
 //
 // Layout: <root>/step_<NNNNNNNN>/{rank_<r>.bin, manifest.txt, DONE}
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace torch::optim {
@@ -23,7 +26,10 @@ namespace shard {
 class FullyShardedModel;
 
 struct CheckpointOptions {
-  int keep_last = 0;  // > 0: delete older DONE checkpoints beyond the newest K
+  // > 0: after a save, rank 0 deletes the DONE checkpoints beyond the newest
+  // K, and every step directory without DONE older than the newest DONE one
+  // (a crashed save); newer ones without DONE (maybe in progress) stay.
+  int keep_last = 0;
 };
 
 // Collective. `opt` must be a torch::optim::AdamW over model.parameters()
@@ -31,6 +37,15 @@ struct CheckpointOptions {
 // position, RNG, ...), stored in the manifest. Returns the directory.
 std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt, const std::string& root,
                             int64_t step, const std::string& extra = "", const CheckpointOptions& options = {});
+
+// Fault injection, for tests only: `hook(point)` is called in this process at
+// named points of save_checkpoint (null, the default: nothing):
+//   "shard_partially_written"  every rank, the first unit's bytes written to
+//                              its rank_<r>.bin.tmp, before fsync and rename;
+//   "shard_renamed"            every rank, rank_<r>.bin in place, before the
+//                              checksum exchange;
+//   "manifest_written"         rank 0, manifest.txt in place, before DONE.
+void set_checkpoint_fault_hook(std::function<void(const std::string& point)> hook);
 
 // The newest checkpoint directory under root with a DONE marker; "" if none.
 std::string latest_checkpoint(const std::string& root);
