@@ -311,7 +311,16 @@ struct ApiServer::Impl {
     s.Get(R"(/v1/jobs/([a-z0-9]{1,64}))", wrap([this](const httplib::Request& req, httplib::Response& res) {
       Principal p = user(req);
       only_params(req, {});
-      send_json(res, 200, job_view(find(req, p)));
+      Job j = find(req, p);
+      json body = job_view(j);
+      if (opt.store) {
+        json ds = json::array();
+        for (const auto& d : opt.store->decisions(j.id(), opt.max_decisions))
+          ds.push_back({{"cycle", d.cycle}, {"time", format_rfc3339(d.time_ms)}, {"outcome", d.outcome},
+                        {"region", d.region}, {"policy", d.policy}, {"explanation", d.explanation}});
+        body["decisions"] = ds;
+      }
+      send_json(res, 200, body);
     }));
 
     s.Post(R"(/v1/jobs/([a-z0-9]{1,64})/cancel)", wrap([this](const httplib::Request& req, httplib::Response& res) {

@@ -4,6 +4,9 @@
 //   POST   /v1/jobs                  submit (Idempotency-Key honoured)   user, admin
 //   GET    /v1/jobs                  list: state, tenant, limit, continue user, admin
 //   GET    /v1/jobs/{id}             one job with placement and progress user, admin
+//                                    and `decisions`: its newest scheduling
+//                                    decisions from the store's decision log
+//                                    (ApiOptions::max_decisions, oldest first)
 //   POST   /v1/jobs/{id}/cancel      cancel                              user, admin
 //   DELETE /v1/jobs/{id}             delete a finished job               user, admin
 //   GET    /v1/jobs/{id}/logs        rank, offset, follow                user, admin
@@ -34,6 +37,10 @@ namespace controller {
 
 struct ApiOptions {
   size_t max_body_bytes = kMaxBodyBytes;
+  // The decision log GET /v1/jobs/{id} reads (`decisions`); nullptr: the
+  // field is left out.
+  Store* store = nullptr;
+  size_t max_decisions = 50;
   int threads = 16;
   std::string tls_cert, tls_key;  // both set: HTTPS
 };

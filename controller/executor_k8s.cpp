@@ -1,8 +1,17 @@
 // Kubernetes executor: Indexed Job + headless Service + ConfigMap through the
 // Kubernetes REST API (see executor_k8s.h).
 #include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "controller/executor_k8s.h"
 
@@ -19,18 +28,18 @@ struct Gang {
 
 class KubernetesExecutor final : public Executor {
  public:
-  KubernetesExecutor(KubeClusterConfig c, std::chrono::milliseconds grace)
-      : c_(std::move(c)), grace_(grace) {}
+  KubernetesExecutor(KubeClusterConfig c, std::chrono::milliseconds grace, WorkerDefaults d)
+      : c_(std::move(c)), grace_(grace), defaults_(std::move(d)) {}
 
   std::string kind() const override { return "kubernetes"; }
 
   GangStatus start(const GangSpec& g) override {
-    KubeObjects o = render_kube_objects(g, c_, grace_);
+    KubeObjects o = render_kube_objects(g, c_, grace_, "", defaults_);
     const std::string ns = c_.namespace_;
     json created = call("POST", "/apis/batch/v1/namespaces/" + ns + "/jobs", o.job, {201, 200});
     const std::string uid = created["metadata"].value("uid", "");
     if (uid.empty()) throw std::runtime_error("kubernetes: created Job " + o.name + " has no uid");
-    KubeObjects owned = render_kube_objects(g, c_, grace_, uid);
+    KubeObjects owned = render_kube_objects(g, c_, grace_, uid, defaults_);
     call("POST", "/api/v1/namespaces/" + ns + "/services", owned.service, {201, 200});
     call("POST", "/api/v1/namespaces/" + ns + "/configmaps", owned.config_map, {201, 200});
     {
@@ -223,16 +232,201 @@ class KubernetesExecutor final : public Executor {
 
   KubeClusterConfig c_;
   std::chrono::milliseconds grace_;
+  WorkerDefaults defaults_;
   std::mutex mu_;
   std::map<std::string, Gang> gangs_;
   std::map<std::string, int> procs_;
 };
 
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(what + ": cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t b = 0;
+  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  return s.substr(b);
+}
+
+// Standard base64 (whitespace ignored, '=' padding); nullopt when malformed.
+std::optional<std::string> base64_decode(const std::string& in) {
+  std::string out;
+  int val = 0, bits = -8, pad = 0;
+  size_t n = 0;
+  for (char c : in) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    ++n;
+    if (c == '=') {
+      ++pad;
+      continue;
+    }
+    if (pad) return std::nullopt;  // data after padding
+    int d;
+    if (c >= 'A' && c <= 'Z') d = c - 'A';
+    else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') d = c - '0' + 52;
+    else if (c == '+') d = 62;
+    else if (c == '/') d = 63;
+    else return std::nullopt;
+    val = (val << 6) + d;
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(char((val >> bits) & 0xFF));
+      bits -= 8;
+    }
+  }
+  if (n == 0 || n % 4 != 0 || pad > 2) return std::nullopt;
+  return out;
+}
+
+// Number of X.509 certificates in PEM text (0 when none parse).
+int pem_certificates(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), int(pem.size()));
+  if (!bio) return 0;
+  int n = 0;
+  while (X509* x = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    X509_free(x);
+    ++n;
+  }
+  BIO_free(bio);
+  return n;
+}
+
+std::string scalar(const YAML::Node& n, const std::string& path) {
+  if (!n || !n.IsScalar()) throw std::runtime_error(path + ": expected a string");
+  return n.as<std::string>();
+}
+
+// The entry of a kubeconfig list (clusters, contexts, users) with that name.
+YAML::Node named(const YAML::Node& root, const std::string& list, const std::string& name,
+                 const std::string& inner) {
+  const YAML::Node l = root[list];
+  if (l && !l.IsSequence()) throw std::runtime_error(list + ": expected a list");
+  if (l)
+    for (size_t i = 0; i < l.size(); ++i)
+      if (l[i].IsMap() && l[i]["name"] && l[i]["name"].IsScalar() && l[i]["name"].as<std::string>() == name) {
+        YAML::Node body = l[i][inner];
+        if (!body || !body.IsMap())
+          throw std::runtime_error(list + "[" + name + "]." + inner + ": expected a map");
+        return body;
+      }
+  throw std::runtime_error(list + "[" + name + "]: no such entry");
+}
+
+std::string write_ca(const std::string& pem, std::string dir) {
+  if (dir.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    dir = std::string(t && *t ? t : "/tmp") + "/greenshard-kube-ca-" + std::to_string(::getuid());
+    ::mkdir(dir.c_str(), 0700);
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
+        (st.st_mode & 0022))
+      throw std::runtime_error("certificate-authority-data: '" + dir + "' is not a private directory of this user");
+  } else {
+    std::filesystem::create_directories(dir);
+  }
+  const std::string path = dir + "/" + sha256_hex(pem) + ".crt";
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << pem;
+    if (!out) throw std::runtime_error("certificate-authority-data: cannot write '" + tmp + "'");
+  }
+  std::filesystem::rename(tmp, path);
+  return path;
+}
+
 }  // namespace
 
+KubeClusterConfig parse_kubeconfig(const std::string& text, const std::string& origin,
+                                   const std::string& ca_dir) {
+  try {
+    YAML::Node root;
+    try {
+      root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      throw std::runtime_error(e.what());
+    }
+    if (!root.IsMap()) throw std::runtime_error("(top level): expected a map");
+    if (!root["current-context"]) throw std::runtime_error("current-context: required");
+    const std::string ctx_name = scalar(root["current-context"], "current-context");
+    const YAML::Node ctx = named(root, "contexts", ctx_name, "context");
+    const std::string cpath = "contexts[" + ctx_name + "].context";
+    if (!ctx["cluster"]) throw std::runtime_error(cpath + ".cluster: required");
+    if (!ctx["user"]) throw std::runtime_error(cpath + ".user: required");
+    const std::string cluster_name = scalar(ctx["cluster"], cpath + ".cluster");
+    const std::string user_name = scalar(ctx["user"], cpath + ".user");
+    KubeClusterConfig k;
+    if (ctx["namespace"]) k.namespace_ = scalar(ctx["namespace"], cpath + ".namespace");
+
+    const YAML::Node cl = named(root, "clusters", cluster_name, "cluster");
+    const std::string clpath = "clusters[" + cluster_name + "].cluster";
+    if (!cl["server"]) throw std::runtime_error(clpath + ".server: required");
+    k.server = scalar(cl["server"], clpath + ".server");
+    if (k.server.rfind("https://", 0) != 0 && k.server.rfind("http://", 0) != 0)
+      throw std::runtime_error(clpath + ".server: '" + k.server + "' is not an http(s) URL");
+    while (!k.server.empty() && k.server.back() == '/') k.server.pop_back();
+    if (cl["certificate-authority"] && cl["certificate-authority-data"])
+      throw std::runtime_error(clpath + ": set certificate-authority or certificate-authority-data, not both");
+    if (cl["certificate-authority"]) k.ca_file = scalar(cl["certificate-authority"], clpath + ".certificate-authority");
+    if (cl["certificate-authority-data"]) {
+      const std::string f = clpath + ".certificate-authority-data";
+      auto pem = base64_decode(scalar(cl["certificate-authority-data"], f));
+      if (!pem) throw std::runtime_error(f + ": not base64");
+      if (pem_certificates(*pem) == 0) throw std::runtime_error(f + ": holds no PEM certificate");
+      k.ca_file = write_ca(*pem, ca_dir);
+    }
+    if (cl["insecure-skip-tls-verify"]) {
+      const std::string v = scalar(cl["insecure-skip-tls-verify"], clpath + ".insecure-skip-tls-verify");
+      if (v != "true" && v != "false")
+        throw std::runtime_error(clpath + ".insecure-skip-tls-verify: expected true or false");
+      k.insecure_skip_verify = v == "true";
+    }
+
+    const YAML::Node u = named(root, "users", user_name, "user");
+    const std::string upath = "users[" + user_name + "].user";
+    if (u["token"]) k.token = scalar(u["token"], upath + ".token");
+    if (u["tokenFile"]) {
+      k.token_file = scalar(u["tokenFile"], upath + ".tokenFile");
+      k.token = trim(read_file(k.token_file, upath + ".tokenFile"));
+    }
+    if (k.token.empty()) throw std::runtime_error(upath + ": a token or tokenFile is required");
+    return k;
+  } catch (const std::exception& e) {
+    throw std::runtime_error("kubeconfig '" + origin + "': " + e.what());
+  }
+}
+
+KubeClusterConfig read_kubeconfig_file(const std::string& path, const std::string& ca_dir) {
+  return parse_kubeconfig(read_file(path, "kubeconfig"), path, ca_dir);
+}
+
+KubeClusterConfig in_cluster_config_at(const std::string& sa_dir) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (!host || !*host) throw std::runtime_error("in_cluster: KUBERNETES_SERVICE_HOST is not set");
+  if (!port || !*port) throw std::runtime_error("in_cluster: KUBERNETES_SERVICE_PORT is not set");
+  const std::string h = host;
+  KubeClusterConfig k;
+  k.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
+  k.token_file = sa_dir + "/token";
+  k.token = trim(read_file(k.token_file, "in_cluster: service account token"));
+  if (k.token.empty()) throw std::runtime_error("in_cluster: service account token '" + k.token_file + "' is empty");
+  k.ca_file = sa_dir + "/ca.crt";
+  if (pem_certificates(read_file(k.ca_file, "in_cluster: service account CA")) == 0)
+    throw std::runtime_error("in_cluster: '" + k.ca_file + "' holds no PEM certificate");
+  k.namespace_ = trim(read_file(sa_dir + "/namespace", "in_cluster: service account namespace"));
+  return k;
+}
+
 std::unique_ptr<Executor> make_kubernetes_executor(const KubeClusterConfig& cluster,
-                                                   std::chrono::milliseconds grace) {
-  return std::make_unique<KubernetesExecutor>(cluster, grace);
+                                                   std::chrono::milliseconds grace, WorkerDefaults defaults) {
+  return std::make_unique<KubernetesExecutor>(cluster, grace, std::move(defaults));
 }
 
 }  // namespace controller

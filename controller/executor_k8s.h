@@ -19,9 +19,32 @@
 //     (ownerReferences), so deleting the Job removes them.
 // It follows the Job's status (and its pods' exit codes on failure) and
 // deletes the Job (propagationPolicy Background) on stop.
+//
+// Worker defaults (the chart's worker-defaults.yaml, read from the file named
+// by GREENSHARD_WORKER_DEFAULTS_FILE) add cluster policy to every worker pod:
+//   image, imagePullPolicy        default image (a job's own `image` wins);
+//   imagePullSecrets              [{name}] on the pod;
+//   terminationGracePeriodSeconds the pod's grace (else the executor's);
+//   automountServiceAccountToken  on the pod;
+//   resources                     {requests, limits} of quantities; the job's
+//                                 gpus_per_node always sets nvidia.com/gpu
+//                                 (and removes it for a CPU-only job);
+//   env                           EnvVar objects (NCCL_*, ...), after the
+//                                 controller's; names the controller sets
+//                                 (MASTER_*, WORLD_SIZE, RANK, PET_*,
+//                                 JOB_COMPLETION_INDEX, GREENSHARD_*) are refused;
+//   volumes, volumeMounts         e.g. /tmp and /dev/shm (emptyDir, medium
+//                                 Memory); every mount names a volume; the
+//                                 controller's job-spec/checkpoints volumes and
+//                                 their paths are refused;
+//   podSecurityContext, securityContext, nodeSelector, tolerations, affinity,
+//   priorityClassName             copied onto the pod / container.
+// Unknown keys and wrong types are errors naming the key path
+// ("worker-defaults.yaml: tolerations[0].effect: ...").
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -35,14 +58,57 @@ struct KubeObjects {
   nlohmann::json job, service, config_map;
 };
 
+struct WorkerDefaults {
+  std::string image, image_pull_policy;
+  nlohmann::json image_pull_secrets = nlohmann::json::array();
+  std::optional<int64_t> termination_grace_s;
+  std::optional<bool> automount_service_account_token;
+  nlohmann::json resources = nlohmann::json::object();  // {requests?, limits?}: quantity strings
+  nlohmann::json env = nlohmann::json::array();
+  nlohmann::json volumes = nlohmann::json::array(), volume_mounts = nlohmann::json::array();
+  nlohmann::json pod_security_context = nlohmann::json::object(),
+                 security_context = nlohmann::json::object(),
+                 node_selector = nlohmann::json::object(),
+                 tolerations = nlohmann::json::array(),
+                 affinity = nlohmann::json::object();
+  std::string priority_class_name;
+};
+
+// Parses worker-defaults.yaml (YAML or JSON text); throws std::runtime_error
+// "<origin>: <key path>: <problem>".
+WorkerDefaults parse_worker_defaults(const std::string& text, const std::string& origin);
+WorkerDefaults load_worker_defaults_file(const std::string& path);
+// The file named by $GREENSHARD_WORKER_DEFAULTS_FILE (empty defaults when the
+// variable is unset or empty); throws like parse_worker_defaults.
+WorkerDefaults worker_defaults_from_env();
+
 // Pure rendering (no I/O). `job_uid` is the created Job's uid for the
 // owner references ("" renders none; the executor creates the Job first).
 KubeObjects render_kube_objects(const GangSpec& gang, const KubeClusterConfig& cluster,
-                                std::chrono::milliseconds grace, const std::string& job_uid = "");
+                                std::chrono::milliseconds grace, const std::string& job_uid = "",
+                                const WorkerDefaults& defaults = {});
 // "gs-<id>-<attempt>".
 std::string kube_name(const std::string& job_id, int attempt);
 
+// Connection settings from a kubeconfig (its current-context): the cluster's
+// server, certificate-authority (a file) or certificate-authority-data
+// (inline base64 PEM), insecure-skip-tls-verify; the user's token or
+// tokenFile; the context's namespace. Inline CA data is decoded, checked to
+// hold PEM certificates, and written to a content-addressed file
+// <ca_dir>/<sha256>.crt (ca_dir "" = $TMPDIR/greenshard-kube-ca-<uid>, made
+// 0700) that becomes ca_file. Throws std::runtime_error
+// "kubeconfig '<origin>': <key path>: <problem>".
+KubeClusterConfig parse_kubeconfig(const std::string& text, const std::string& origin,
+                                   const std::string& ca_dir = "");
+KubeClusterConfig read_kubeconfig_file(const std::string& path, const std::string& ca_dir = "");
+// The in-cluster service account: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT
+// (IPv6 hosts bracketed), <sa_dir>/token, <sa_dir>/ca.crt, <sa_dir>/namespace.
+// Throws std::runtime_error naming the missing variable or file.
+KubeClusterConfig in_cluster_config_at(
+    const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
+
 std::unique_ptr<Executor> make_kubernetes_executor(const KubeClusterConfig& cluster,
-                                                   std::chrono::milliseconds grace = std::chrono::seconds(30));
+                                                   std::chrono::milliseconds grace = std::chrono::seconds(30),
+                                                   WorkerDefaults defaults = {});
 
 }  // namespace controller

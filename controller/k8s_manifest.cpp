@@ -1,16 +1,349 @@
-// Pure JobSpec -> Kubernetes objects (see executor_k8s.h).
+// Pure JobSpec -> Kubernetes objects, and the worker defaults file (see
+// executor_k8s.h).
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
 #include "controller/executor_k8s.h"
 
 namespace controller {
 
 using json = nlohmann::json;
 
+namespace {
+
+json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& x : n) a.push_back(yaml_to_json(x));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string s = n.Scalar();
+      if (n.Tag() == "!") return s;  // quoted: a string
+      if (s == "true" || s == "True") return true;
+      if (s == "false" || s == "False") return false;
+      if (s == "null" || s == "~") return nullptr;
+      char* end = nullptr;
+      errno = 0;
+      long long i = std::strtoll(s.c_str(), &end, 10);
+      if (!s.empty() && *end == '\0' && errno == 0) return i;
+      double d = std::strtod(s.c_str(), &end);
+      if (!s.empty() && *end == '\0' && std::isfinite(d)) return d;
+      return s;
+    }
+    default: return nullptr;
+  }
+}
+
+struct Bad : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+[[noreturn]] void bad(const std::string& path, const std::string& msg) { throw Bad(path + ": " + msg); }
+
+const json& want_object(const json& v, const std::string& path) {
+  if (!v.is_object()) bad(path, "expected a map");
+  return v;
+}
+const json& want_array(const json& v, const std::string& path) {
+  if (!v.is_array()) bad(path, "expected a list");
+  return v;
+}
+std::string want_string(const json& v, const std::string& path) {
+  if (!v.is_string()) bad(path, "expected a string");
+  return v.get<std::string>();
+}
+bool want_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) bad(path, "expected true or false");
+  return v.get<bool>();
+}
+int64_t want_int(const json& v, const std::string& path, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer()) bad(path, "expected an integer");
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) bad(path, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return x;
+}
+std::string want_enum(const json& v, const std::string& path, std::initializer_list<const char*> allowed) {
+  std::string s = want_string(v, path), list;
+  for (const char* a : allowed) {
+    if (s == a) return s;
+    list += std::string(list.empty() ? "" : ", ") + a;
+  }
+  bad(path, "'" + s + "' is not one of " + list);
+}
+void only_keys(const json& o, const std::string& path, const std::set<std::string>& allowed) {
+  for (const auto& [k, v] : o.items())
+    if (!allowed.count(k)) bad(path + "." + k, "unknown key");
+}
+bool dns_label(const std::string& s) {
+  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  return s.size() <= 63 && std::regex_match(s, re);
+}
+bool dns_subdomain(const std::string& s) {
+  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  return s.size() <= 253 && std::regex_match(s, re);
+}
+// A Kubernetes quantity ("8", "64Gi", "500m", "1.5"), as a string.
+std::string want_quantity(const json& v, const std::string& path) {
+  static const std::regex re("[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?");
+  std::string s;
+  if (v.is_number_integer()) s = std::to_string(v.get<int64_t>());
+  else if (v.is_number()) s = v.dump();
+  else if (v.is_string()) s = v.get<std::string>();
+  else bad(path, "expected a quantity");
+  if (!std::regex_match(s, re)) bad(path, "'" + s + "' is not a quantity");
+  return s;
+}
+
+json seccomp(const json& v, const std::string& path) {
+  only_keys(want_object(v, path), path, {"type", "localhostProfile"});
+  if (!v.contains("type")) bad(path + ".type", "required");
+  want_enum(v["type"], path + ".type", {"RuntimeDefault", "Localhost", "Unconfined"});
+  if (v.contains("localhostProfile")) want_string(v["localhostProfile"], path + ".localhostProfile");
+  return v;
+}
+
+json pod_security_context(const json& v, const std::string& path) {
+  only_keys(want_object(v, path), path,
+            {"runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup", "fsGroupChangePolicy", "supplementalGroups",
+             "seccompProfile", "seLinuxOptions", "sysctls", "appArmorProfile"});
+  for (const char* k : {"runAsUser", "runAsGroup", "fsGroup"})
+    if (v.contains(k)) want_int(v[k], path + "." + k, 0, INT32_MAX);
+  if (v.contains("runAsNonRoot")) want_bool(v["runAsNonRoot"], path + ".runAsNonRoot");
+  if (v.contains("fsGroupChangePolicy"))
+    want_enum(v["fsGroupChangePolicy"], path + ".fsGroupChangePolicy", {"Always", "OnRootMismatch"});
+  if (v.contains("supplementalGroups")) {
+    const auto& a = want_array(v["supplementalGroups"], path + ".supplementalGroups");
+    for (size_t i = 0; i < a.size(); ++i)
+      want_int(a[i], path + ".supplementalGroups[" + std::to_string(i) + "]", 0, INT32_MAX);
+  }
+  if (v.contains("seccompProfile")) seccomp(v["seccompProfile"], path + ".seccompProfile");
+  for (const char* k : {"seLinuxOptions", "appArmorProfile"})
+    if (v.contains(k)) want_object(v[k], path + "." + k);
+  if (v.contains("sysctls")) want_array(v["sysctls"], path + ".sysctls");
+  return v;
+}
+
+json container_security_context(const json& v, const std::string& path) {
+  only_keys(want_object(v, path), path,
+            {"runAsUser", "runAsGroup", "runAsNonRoot", "readOnlyRootFilesystem", "allowPrivilegeEscalation",
+             "privileged", "capabilities", "seccompProfile", "seLinuxOptions", "procMount", "appArmorProfile"});
+  for (const char* k : {"runAsUser", "runAsGroup"})
+    if (v.contains(k)) want_int(v[k], path + "." + k, 0, INT32_MAX);
+  for (const char* k : {"runAsNonRoot", "readOnlyRootFilesystem", "allowPrivilegeEscalation", "privileged"})
+    if (v.contains(k)) want_bool(v[k], path + "." + k);
+  if (v.contains("capabilities")) {
+    const std::string cp = path + ".capabilities";
+    only_keys(want_object(v["capabilities"], cp), cp, {"add", "drop"});
+    for (const char* k : {"add", "drop"})
+      if (v["capabilities"].contains(k)) {
+        const auto& a = want_array(v["capabilities"][k], cp + "." + k);
+        for (size_t i = 0; i < a.size(); ++i) want_string(a[i], cp + "." + k + "[" + std::to_string(i) + "]");
+      }
+  }
+  if (v.contains("seccompProfile")) seccomp(v["seccompProfile"], path + ".seccompProfile");
+  if (v.contains("procMount")) want_enum(v["procMount"], path + ".procMount", {"Default", "Unmasked"});
+  for (const char* k : {"seLinuxOptions", "appArmorProfile"})
+    if (v.contains(k)) want_object(v[k], path + "." + k);
+  return v;
+}
+
+// Environment variables the controller sets itself.
+bool reserved_env(const std::string& n) {
+  for (const char* p : {"MASTER_", "PET_", "GREENSHARD_"})
+    if (n.rfind(p, 0) == 0) return true;
+  return n == "WORLD_SIZE" || n == "RANK" || n == "LOCAL_RANK" || n == "LOCAL_WORLD_SIZE" ||
+         n == "JOB_COMPLETION_INDEX";
+}
+
+constexpr const char* kJobSpecMount = "/etc/greenshard";
+constexpr const char* kCheckpointMount = "/checkpoints";
+
+}  // namespace
+
+WorkerDefaults parse_worker_defaults(const std::string& text, const std::string& origin) {
+  json root;
+  try {
+    root = yaml_to_json(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error(origin + ": " + e.what());
+  }
+  WorkerDefaults d;
+  if (root.is_null()) return d;  // an empty file
+  try {
+    if (!root.is_object()) bad("(top level)", "expected a map");
+    for (const auto& [k, v] : root.items()) {
+      const std::string& p = k;
+      if (k == "image") {
+        d.image = want_string(v, p);
+        if (d.image.empty()) bad(p, "must not be empty");
+      } else if (k == "imagePullPolicy") {
+        d.image_pull_policy = want_enum(v, p, {"Always", "IfNotPresent", "Never"});
+      } else if (k == "imagePullSecrets") {
+        for (size_t i = 0; i < want_array(v, p).size(); ++i) {
+          const std::string q = p + "[" + std::to_string(i) + "]";
+          only_keys(want_object(v[i], q), q, {"name"});
+          if (!v[i].contains("name")) bad(q + ".name", "required");
+          if (!dns_subdomain(want_string(v[i]["name"], q + ".name")))
+            bad(q + ".name", "not a DNS-1123 subdomain");
+        }
+        d.image_pull_secrets = v;
+      } else if (k == "terminationGracePeriodSeconds") {
+        d.termination_grace_s = want_int(v, p, 0, 24 * 3600);
+      } else if (k == "automountServiceAccountToken") {
+        d.automount_service_account_token = want_bool(v, p);
+      } else if (k == "resources") {
+        only_keys(want_object(v, p), p, {"requests", "limits"});
+        for (const char* part : {"requests", "limits"}) {
+          if (!v.contains(part)) continue;
+          const std::string q = p + "." + part;
+          json out = json::object();
+          for (const auto& [name, qty] : want_object(v[part], q).items()) {
+            if (name.empty()) bad(q, "empty resource name");
+            out[name] = want_quantity(qty, q + "." + name);
+          }
+          d.resources[part] = out;
+        }
+      } else if (k == "env") {
+        std::set<std::string> seen;
+        for (size_t i = 0; i < want_array(v, p).size(); ++i) {
+          const std::string q = p + "[" + std::to_string(i) + "]";
+          const json& e = want_object(v[i], q);
+          only_keys(e, q, {"name", "value", "valueFrom"});
+          if (!e.contains("name")) bad(q + ".name", "required");
+          const std::string n = want_string(e["name"], q + ".name");
+          static const std::regex env_re("[-._a-zA-Z][-._a-zA-Z0-9]*");
+          if (!std::regex_match(n, env_re)) bad(q + ".name", "'" + n + "' is not a valid variable name");
+          if (reserved_env(n)) bad(q + ".name", n + " is set by the controller");
+          if (!seen.insert(n).second) bad(q + ".name", n + " is set twice");
+          if (e.contains("value") == e.contains("valueFrom")) bad(q, "exactly one of value and valueFrom");
+          if (e.contains("value")) want_string(e["value"], q + ".value");
+          else want_object(e["valueFrom"], q + ".valueFrom");
+        }
+        d.env = v;
+      } else if (k == "volumes") {
+        std::set<std::string> seen;
+        for (size_t i = 0; i < want_array(v, p).size(); ++i) {
+          const std::string q = p + "[" + std::to_string(i) + "]";
+          const json& vol = want_object(v[i], q);
+          if (!vol.contains("name")) bad(q + ".name", "required");
+          const std::string n = want_string(vol["name"], q + ".name");
+          if (!dns_label(n)) bad(q + ".name", "'" + n + "' is not a DNS-1123 label");
+          if (n == "job-spec" || n == "checkpoints") bad(q + ".name", n + " is the controller's volume");
+          if (!seen.insert(n).second) bad(q + ".name", n + " is defined twice");
+          if (vol.size() != 2) bad(q, "exactly one volume source besides name");
+          for (const auto& [src, body] : vol.items()) {
+            if (src == "name") continue;
+            want_object(body, q + "." + src);
+            if (src == "emptyDir") {
+              only_keys(body, q + ".emptyDir", {"medium", "sizeLimit"});
+              if (body.contains("medium")) want_enum(body["medium"], q + ".emptyDir.medium", {"", "Memory"});
+              if (body.contains("sizeLimit")) {
+                json copy = vol;
+                copy["emptyDir"]["sizeLimit"] = want_quantity(body["sizeLimit"], q + ".emptyDir.sizeLimit");
+                d.volumes.push_back(copy);
+                continue;
+              }
+            }
+            d.volumes.push_back(vol);
+          }
+        }
+      } else if (k == "volumeMounts") {
+        d.volume_mounts = want_array(v, p);  // names checked against volumes below
+      } else if (k == "podSecurityContext") {
+        d.pod_security_context = pod_security_context(v, p);
+      } else if (k == "securityContext") {
+        d.security_context = container_security_context(v, p);
+      } else if (k == "nodeSelector") {
+        for (const auto& [nk, nv] : want_object(v, p).items()) want_string(nv, p + "." + nk);
+        d.node_selector = v;
+      } else if (k == "tolerations") {
+        for (size_t i = 0; i < want_array(v, p).size(); ++i) {
+          const std::string q = p + "[" + std::to_string(i) + "]";
+          const json& t = want_object(v[i], q);
+          only_keys(t, q, {"key", "operator", "value", "effect", "tolerationSeconds"});
+          if (t.contains("key")) want_string(t["key"], q + ".key");
+          if (t.contains("operator")) want_enum(t["operator"], q + ".operator", {"Exists", "Equal"});
+          if (t.contains("value")) want_string(t["value"], q + ".value");
+          if (t.contains("effect"))
+            want_enum(t["effect"], q + ".effect", {"NoSchedule", "PreferNoSchedule", "NoExecute"});
+          if (t.contains("tolerationSeconds")) want_int(t["tolerationSeconds"], q + ".tolerationSeconds", 0, INT64_MAX);
+          if (t.value("operator", "Equal") == "Exists" && t.contains("value"))
+            bad(q + ".value", "must be empty when operator is Exists");
+        }
+        d.tolerations = v;
+      } else if (k == "affinity") {
+        only_keys(want_object(v, p), p, {"nodeAffinity", "podAffinity", "podAntiAffinity"});
+        for (const auto& [ak, av] : v.items()) want_object(av, p + "." + ak);
+        d.affinity = v;
+      } else if (k == "priorityClassName") {
+        d.priority_class_name = want_string(v, p);
+        if (!d.priority_class_name.empty() && !dns_subdomain(d.priority_class_name))
+          bad(p, "not a DNS-1123 subdomain");
+      } else {
+        bad(p, "unknown key");
+      }
+    }
+    std::set<std::string> volumes, paths;
+    for (const auto& vol : d.volumes) volumes.insert(vol["name"].get<std::string>());
+    for (size_t i = 0; i < d.volume_mounts.size(); ++i) {
+      const std::string q = "volumeMounts[" + std::to_string(i) + "]";
+      const json& m = want_object(d.volume_mounts[i], q);
+      only_keys(m, q, {"name", "mountPath", "readOnly", "subPath"});
+      if (!m.contains("name")) bad(q + ".name", "required");
+      if (!m.contains("mountPath")) bad(q + ".mountPath", "required");
+      const std::string n = want_string(m["name"], q + ".name");
+      if (!volumes.count(n)) bad(q + ".name", "no volume named '" + n + "' in volumes");
+      const std::string mp = want_string(m["mountPath"], q + ".mountPath");
+      if (mp.empty() || mp[0] != '/') bad(q + ".mountPath", "must be an absolute path");
+      if (mp == kJobSpecMount || mp == kCheckpointMount) bad(q + ".mountPath", mp + " is the controller's mount");
+      if (!paths.insert(mp).second) bad(q + ".mountPath", mp + " is mounted twice");
+      if (m.contains("readOnly")) want_bool(m["readOnly"], q + ".readOnly");
+      if (m.contains("subPath")) want_string(m["subPath"], q + ".subPath");
+    }
+  } catch (const Bad& e) {
+    throw std::runtime_error(origin + ": " + e.what());
+  }
+  return d;
+}
+
+WorkerDefaults load_worker_defaults_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("worker defaults '" + path + "': cannot read the file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_worker_defaults(ss.str(), path);
+}
+
+WorkerDefaults worker_defaults_from_env() {
+  const char* p = std::getenv("GREENSHARD_WORKER_DEFAULTS_FILE");
+  if (!p || !*p) return {};
+  try {
+    return load_worker_defaults_file(p);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("GREENSHARD_WORKER_DEFAULTS_FILE: ") + e.what());
+  }
+}
+
 std::string kube_name(const std::string& job_id, int attempt) {
   return "gs-" + job_id + "-" + std::to_string(attempt);
 }
 
 KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
-                                std::chrono::milliseconds grace, const std::string& uid) {
+                                std::chrono::milliseconds grace, const std::string& uid,
+                                const WorkerDefaults& d) {
   KubeObjects o;
   o.name = kube_name(g.job_id, g.attempt);
   const std::string& ns = c.namespace_;
@@ -54,25 +387,54 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
   add("GREENSHARD_STATUS_URL", g.status_url);
   add("GREENSHARD_STATUS_TOKEN", g.status_token);
   if (!g.intensity_url.empty()) add("GREENSHARD_INTENSITY_URL", g.intensity_url);
+  for (const auto& e : d.env) env.push_back(e);
 
+  json mounts = {{{"name", "job-spec"}, {"mountPath", kJobSpecMount}, {"readOnly", true}},
+                 {{"name", "checkpoints"}, {"mountPath", kCheckpointMount}}};
+  for (const auto& m : d.volume_mounts) mounts.push_back(m);
+  const std::string image = !g.spec.image.empty() ? g.spec.image : !c.image.empty() ? c.image : d.image;
   json container = {
       {"name", "worker"},
-      {"image", g.spec.image.empty() ? c.image : g.spec.image},
+      {"image", image},
       {"command", {"greenshard-worker", "--config", "/etc/greenshard/job.json"}},
       {"env", env},
       {"ports", {{{"name", "rendezvous"}, {"containerPort", c.rendezvous_port}, {"protocol", "TCP"}},
                  {{"name", "metrics"}, {"containerPort", 9400}, {"protocol", "TCP"}}}},
-      {"volumeMounts", {{{"name", "job-spec"}, {"mountPath", "/etc/greenshard"}, {"readOnly", true}},
-                        {{"name", "checkpoints"}, {"mountPath", "/checkpoints"}}}}};
-  if (g.spec.gpus_per_node > 0) {
-    json q = {{"nvidia.com/gpu", std::to_string(g.spec.gpus_per_node)}};
-    container["resources"] = {{"requests", q}, {"limits", q}};
+      {"volumeMounts", mounts}};
+  if (!d.image_pull_policy.empty()) container["imagePullPolicy"] = d.image_pull_policy;
+  // The defaults' resources, with nvidia.com/gpu from the job (and none for a
+  // CPU-only job).
+  json resources = d.resources;
+  for (const char* part : {"requests", "limits"}) {
+    json q = resources.value(part, json::object());
+    if (g.spec.gpus_per_node > 0) q["nvidia.com/gpu"] = std::to_string(g.spec.gpus_per_node);
+    else q.erase("nvidia.com/gpu");
+    if (q.empty()) resources.erase(part);
+    else resources[part] = q;
   }
+  if (!resources.empty()) container["resources"] = resources;
+  if (!d.security_context.empty()) container["securityContext"] = d.security_context;
   json ckpt_volume = c.checkpoint_claim.empty()
                          ? json{{"name", "checkpoints"}, {"emptyDir", json::object()}}
                          : json{{"name", "checkpoints"},
                                 {"persistentVolumeClaim", {{"claimName", c.checkpoint_claim}}}};
-  const int64_t grace_s = std::max<int64_t>(1, grace.count() / 1000);
+  const int64_t grace_s = d.termination_grace_s ? *d.termination_grace_s
+                                                : std::max<int64_t>(1, grace.count() / 1000);
+  json volumes = {{{"name", "job-spec"}, {"configMap", {{"name", o.name}}}}, ckpt_volume};
+  for (const auto& v : d.volumes) volumes.push_back(v);
+  json pod_spec = {{"subdomain", o.name},
+                   {"restartPolicy", "Never"},
+                   {"terminationGracePeriodSeconds", grace_s},
+                   {"containers", {container}},
+                   {"volumes", volumes}};
+  if (!d.image_pull_secrets.empty()) pod_spec["imagePullSecrets"] = d.image_pull_secrets;
+  if (d.automount_service_account_token)
+    pod_spec["automountServiceAccountToken"] = *d.automount_service_account_token;
+  if (!d.pod_security_context.empty()) pod_spec["securityContext"] = d.pod_security_context;
+  if (!d.node_selector.empty()) pod_spec["nodeSelector"] = d.node_selector;
+  if (!d.tolerations.empty()) pod_spec["tolerations"] = d.tolerations;
+  if (!d.affinity.empty()) pod_spec["affinity"] = d.affinity;
+  if (!d.priority_class_name.empty()) pod_spec["priorityClassName"] = d.priority_class_name;
 
   o.job = {{"apiVersion", "batch/v1"},
            {"kind", "Job"},
@@ -86,13 +448,7 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
              {"backoffLimit", 0},
              {"suspend", !c.queue_name.empty()},
              {"template",
-              {{"metadata", {{"labels", labels}}},
-               {"spec", {{"subdomain", o.name},
-                         {"restartPolicy", "Never"},
-                         {"terminationGracePeriodSeconds", grace_s},
-                         {"containers", {container}},
-                         {"volumes", {{{"name", "job-spec"}, {"configMap", {{"name", o.name}}}},
-                                      ckpt_volume}}}}}}}}};
+              {{"metadata", {{"labels", labels}}}, {"spec", pod_spec}}}}}};
   json meta = {{"name", o.name}, {"namespace", ns}, {"labels", labels}};
   if (!owner.empty()) meta["ownerReferences"] = owner;
   o.service = {{"apiVersion", "v1"},

@@ -10,13 +10,15 @@
 #include <thread>
 
 #include "controller/api.h"
+#include "controller/config_files.h"
 #include "controller/executor_k8s.h"
 
 using namespace controller;
 
 int main(int argc, char** argv) {
   CLI::App app{"greenshard-controller: REST job API, durable store, carbon-aware scheduler"};
-  std::string host = "127.0.0.1", data_dir = "greenshard-data", tokens, regions_file, worker,
+  std::string host = "127.0.0.1", data_dir = "greenshard-data", tokens, regions_file, carbon_source_file,
+              hardware_file, worker,
               tls_cert, tls_key, port_file, placer_name = "auto", advertise;
   int port = 8080, cycle_ms = 1000, threads = 16, max_live = 100000;
   int64_t grace_ms = 30000, backoff_ms = 1000;
@@ -29,6 +31,11 @@ int main(int argc, char** argv) {
       ->required()->envname("GREENSHARD_TOKENS_FILE");
   app.add_option("--regions", regions_file, "regions YAML (default: one local region)")
       ->envname("GREENSHARD_REGIONS_FILE");
+  app.add_option("--carbon-source", carbon_source_file,
+                 "carbon source YAML: file | carbon-aware-sdk | electricitymaps (default: the shipped 2023 data)")
+      ->envname("GREENSHARD_CARBON_SOURCE_FILE");
+  app.add_option("--hardware", hardware_file, "hardware YAML: regions: {<region>: <carbon/ hardware profile>}")
+      ->envname("GREENSHARD_HARDWARE_FILE");
   app.add_option("--worker", worker, "greenshard-worker binary (default: next to this one)");
   app.add_option("--tls-cert", tls_cert, "PEM certificate (HTTPS when given with --tls-key)");
   app.add_option("--tls-key", tls_key, "PEM private key");
@@ -65,6 +72,20 @@ int main(int argc, char** argv) {
     }
     Auth auth = Auth::load_file(tokens);
     auto regions = regions_file.empty() ? default_regions() : load_regions_file(regions_file);
+    if (!hardware_file.empty()) load_hardware_file(hardware_file, regions);
+    std::unique_ptr<IntensitySource> intensity;
+    bool live_source = false;
+    if (!carbon_source_file.empty()) {
+      CarbonSourceConfig cs = load_carbon_source_file(carbon_source_file);
+      intensity = make_intensity_source(cs);
+      if (!intensity) throw std::runtime_error(carbon_source_file + ": source: built without carbon/");
+      live_source = cs.source != "file";
+      if (cs.source == "carbon-aware-sdk" && !cs.api_key.empty())
+        std::fprintf(stderr, "greenshard-controller: warning: %s: api_key_file: carbon/'s Carbon Aware SDK client "
+                     "sends no key; the key is not used\n", carbon_source_file.c_str());
+      std::fprintf(stderr, "greenshard-controller: carbon source %s%s%s\n", cs.source.c_str(),
+                   cs.url.empty() ? "" : " ", cs.url.c_str());
+    }
     Store store(data_dir + "/controller.db");
     SystemClock clock;
     Registry registry(store, clock, RegistryOptions{max_live});
@@ -79,13 +100,22 @@ int main(int argc, char** argv) {
 #endif
     if (!placer) placer = make_greedy_placer();
 
-    std::unique_ptr<IntensitySource> intensity;
     for (size_t i = 0; i < regions.size(); ++i) {
       if (regions[i].zone.empty()) continue;
       if (!intensity) intensity = make_carbon_intensity_source();
       if (!intensity)
         throw std::runtime_error("regions[" + std::to_string(i) + "].zone: built without carbon/");
-      intensity->forecast(regions[i].zone, clock.now_ms(), 1);  // validates the zone now
+      try {
+        intensity->forecast(regions[i].zone, clock.now_ms(), 1);  // validates the zone now
+      } catch (const std::exception& e) {
+        // A live source that does not answer yet is no configuration error:
+        // the region takes no job until it does (regions.h, snapshot_regions).
+        if (!live_source)
+          throw std::runtime_error((regions_file.empty() ? std::string("regions") : regions_file) + ": regions[" +
+                                   std::to_string(i) + "].zone: " + e.what());
+        std::fprintf(stderr, "greenshard-controller: warning: regions[%zu] (%s): %s\n", i,
+                     regions[i].name.c_str(), e.what());
+      }
     }
 
     LocalExecutorOptions lo;
@@ -97,7 +127,8 @@ int main(int argc, char** argv) {
     for (const auto& r : regions) {
       if (r.executor == "local") executors[r.name] = local.get();
       else {
-        kube.push_back(make_kubernetes_executor(r.kube));
+        kube.push_back(make_kubernetes_executor(r.kube, std::chrono::milliseconds(grace_ms),
+                                                worker_defaults_from_env()));
         executors[r.name] = kube.back().get();
       }
     }
@@ -106,11 +137,13 @@ int main(int argc, char** argv) {
     ao.threads = threads;
     ao.tls_cert = tls_cert;
     ao.tls_key = tls_key;
+    ao.store = &store;  // GET /v1/jobs/{id}: decisions
     SchedulerOptions so;
     so.stop_grace = std::chrono::milliseconds(grace_ms);
     so.backoff_base_ms = backoff_ms;
     so.intensity = intensity.get();
     Scheduler sched(registry, clock, *placer, regions, executors, &metrics, so);
+    metrics.on_render([&] { metrics.set_region_intensities(sched.regions_now(), clock.now_ms()); });
     ApiServer api(registry, sched, auth, metrics, ao);
     const int bound = api.bind(host, port);
     const std::string scheme = api.tls() ? "https" : "http";

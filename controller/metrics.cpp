@@ -1,5 +1,7 @@
 #include "controller/metrics.h"
 
+#include "controller/regions.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -36,6 +38,9 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Gauge>& intensity =
       BuildGauge().Name("greenshard_region_intensity_gco2_per_kwh")
           .Help("Grid carbon intensity now, per region").Register(*reg);
+  prometheus::Family<prometheus::Gauge>& forecast =
+      BuildGauge().Name("greenshard_region_intensity_forecast_gco2_per_kwh")
+          .Help("Grid carbon intensity forecast per region for now + horizon (1h, 6h, 24h)").Register(*reg);
   prometheus::Family<prometheus::Counter>& restarts =
       BuildCounter().Name("greenshard_executor_restarts_total")
           .Help("Gang restarts from checkpoint").Register(*reg);
@@ -51,6 +56,8 @@ struct Metrics::Impl {
   prometheus::Histogram& queue_wait_h = queue_wait.Add(
       {}, prometheus::Histogram::BucketBoundaries{1, 10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400});
   std::mutex mu;  // Family::Add is thread-safe; this guards the bucket lists
+  std::mutex hook_mu;  // one render hook at a time
+  std::function<void()> hook;
 };
 
 Metrics::Metrics() : impl_(std::make_unique<Impl>()) {}
@@ -74,6 +81,20 @@ void Metrics::avoided_grams(double g) {
 void Metrics::set_intensity(const std::string& region, double v) {
   impl_->intensity.Add({{"region", region}}).Set(v);
 }
+void Metrics::set_intensity_forecast(const std::string& region, const std::string& horizon, double v) {
+  impl_->forecast.Add({{"region", region}, {"horizon", horizon}}).Set(v);
+}
+void Metrics::set_region_intensities(const std::vector<RegionSnapshot>& regions, int64_t now_ms) {
+  for (const auto& r : regions) {
+    set_intensity(r.name, r.intensity_now);
+    for (int h : kForecastHorizonsH)
+      set_intensity_forecast(r.name, std::to_string(h) + "h", forecast_value_at(r, now_ms + int64_t(h) * 3600 * 1000));
+  }
+}
+void Metrics::on_render(std::function<void()> hook) {
+  std::lock_guard<std::mutex> l(impl_->hook_mu);
+  impl_->hook = std::move(hook);
+}
 void Metrics::restart(const std::string& executor) {
   impl_->restarts.Add({{"executor", executor}}).Increment();
 }
@@ -83,6 +104,10 @@ void Metrics::request(const std::string& method, int code) {
 void Metrics::submitted() { impl_->submissions_c.Increment(); }
 
 std::string Metrics::render() const {
+  {
+    std::lock_guard<std::mutex> l(impl_->hook_mu);
+    if (impl_->hook) impl_->hook();
+  }
   prometheus::TextSerializer s;
   return s.Serialize(impl_->reg->Collect());
 }

@@ -10,13 +10,19 @@
 //   greenshard_scheduler_decisions_total{policy,outcome} counter
 //   greenshard_carbon_avoided_grams_total              counter (run-now-at-home - plan)
 //   greenshard_region_intensity_gco2_per_kwh{region}   gauge
+//   greenshard_region_intensity_forecast_gco2_per_kwh{region,horizon}  gauge
+//                                    (forecast for now + 1h | 6h | 24h)
 //   greenshard_executor_restarts_total{executor}       counter
 //   greenshard_api_requests_total{method,code}         counter
 //   greenshard_job_submissions_total                   counter
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "controller/placement.h"
 
 namespace controller {
 
@@ -31,6 +37,16 @@ class Metrics {
   void decision(const std::string& policy, const std::string& outcome);
   void avoided_grams(double grams);  // ignored when <= 0
   void set_intensity(const std::string& region, double gco2_per_kwh);
+  // horizon: "1h", "6h", "24h" (kForecastHorizonsH); NaN when the forecast
+  // does not reach that far.
+  void set_intensity_forecast(const std::string& region, const std::string& horizon, double gco2_per_kwh);
+  static constexpr int kForecastHorizonsH[] = {1, 6, 24};
+  // Both intensity gauges of every region from snapshots taken at or before
+  // now_ms (forecast_value_at(region, now_ms + horizon)).
+  void set_region_intensities(const std::vector<RegionSnapshot>& regions, int64_t now_ms);
+  // Called at the start of every render() (e.g. to refresh gauges from the
+  // scheduler's last snapshot). One hook; a later call replaces it.
+  void on_render(std::function<void()> hook);
   void restart(const std::string& executor);
   void request(const std::string& method, int code);
   void submitted();

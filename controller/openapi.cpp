@@ -171,7 +171,20 @@ json openapi_document() {
         {"progress", {{"type", "object"}}},
         {"energy", {{"type", "object"}}},
         {"recovery_count", integer},
-        {"failure_reason", str}}}};
+        {"failure_reason", str},
+        {"decisions", {{"type", "array"},
+                       {"description", "GET /v1/jobs/{id} only: the newest scheduling decisions "
+                                       "(at most 50), oldest first"},
+                       {"items", ref("Decision")}}}}}};
+  schemas["Decision"] = {
+      {"type", "object"},
+      {"required", {"cycle", "time", "outcome", "region", "policy", "explanation"}},
+      {"properties", {{"cycle", integer},
+                      {"time", {{"type", "string"}, {"format", "date-time"}}},
+                      {"outcome", {{"type", "string"}, {"enum", {"admitted", "deferred", "rejected"}}}},
+                      {"region", str},
+                      {"policy", str},
+                      {"explanation", str}}}};
   schemas["JobList"] = {{"type", "object"},
                         {"required", {"items", "continue"}},
                         {"properties", {{"items", {{"type", "array"}, {"items", ref("Job")}}}, {"continue", str}}}};

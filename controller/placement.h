@@ -39,6 +39,9 @@ struct RegionSnapshot {
   double intensity_now = 0;   // gCO2e/kWh
   std::vector<ForecastPoint> forecast;  // from now on, ascending; may be empty
   std::string executor;       // "local" | "kubernetes"
+  // carbon/ hardware profile of the region's servers (hardware file), "" =
+  // none: the carbon placer then counts no embodied emissions there.
+  std::string hardware;
 };
 
 struct PlacementRequest {

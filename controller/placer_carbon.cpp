@@ -1,6 +1,7 @@
 // Placer on carbon/'s placement (carbon/include/carbon/placement.h), and the
 // intensity source replaying carbon/'s shipped 2023 data.
 #include <carbon/catalog.h>
+#include <carbon/hardware.h>
 #include <carbon/placement.h>
 
 #include <cmath>
@@ -55,6 +56,14 @@ class CarbonPlacer final : public Placer {
       r.hardware.server_overhead_w = 0;
       r.hardware.embodied_kg_per_server = 0;
       r.hardware.lifetime_years = 1;
+      if (!s.hardware.empty()) {
+        // SCI M term from the region's servers: a node is one server; power
+        // stays the job's own estimate (the profile's TDP is an upper bound).
+        const carbon::HardwareProfile& hw = carbon::hardware_profile(s.hardware);
+        r.hardware.name = hw.name;
+        r.hardware.embodied_kg_per_server = hw.embodied_kg_per_server;
+        r.hardware.lifetime_years = hw.lifetime_years;
+      }
       std::vector<double> values;
       const int64_t h0 = (now / kHourMs) * kHourMs;
       for (int64_t t = h0; t < h0 + 49 * kHourMs; t += kHourMs) values.push_back(intensity_at(s, t));

@@ -1,8 +1,11 @@
 #include "controller/regions.h"
+#include "controller/executor_k8s.h"
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -42,11 +45,12 @@ std::vector<RegionConfig> default_regions() {
   return {r};
 }
 
-std::vector<RegionConfig> load_regions_file(const std::string& path) {
-  return parse_regions_yaml(read_text(path, "regions file"), path);
+std::vector<RegionConfig> load_regions_file(const std::string& path, const RegionsFileOptions& options) {
+  return parse_regions_yaml(read_text(path, "regions file"), path, options);
 }
 
-std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std::string& origin) {
+std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std::string& origin,
+                                             const RegionsFileOptions& options) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -99,7 +103,7 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
             r.kube = kc;
           } else if (k2 == "in_cluster") {
             if (as<bool>(kk.second, wk2)) {
-              auto kc = in_cluster_config();
+              auto kc = in_cluster_config(options.service_account_dir);
               kc.image = r.kube.image;
               r.kube = kc;
             }
@@ -147,14 +151,25 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
     auto it = used.find(r.name);
     s.free_nodes = std::max(0, r.nodes - (it == used.end() ? 0 : it->second));
     s.gpus_per_node = r.gpus_per_node;
+    s.hardware = r.hardware;
     s.executor = r.executor;
     auto at = [&](int64_t t) {
       if (r.hourly.empty()) return r.intensity;
       return r.hourly[size_t((t / kHour) % 24)];
     };
     if (!r.zone.empty() && source) {
-      s.forecast = source->forecast(r.zone, now_ms, horizon_h);
-      s.intensity_now = s.forecast.empty() ? r.intensity : s.forecast.front().gco2_per_kwh;
+      try {
+        s.forecast = source->forecast(r.zone, now_ms, horizon_h);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "greenshard-controller: region %s: no intensity: %s\n", r.name.c_str(), e.what());
+        s.forecast.clear();
+      }
+      if (s.forecast.empty()) {
+        s.intensity_now = std::numeric_limits<double>::quiet_NaN();
+        s.free_nodes = 0;
+      } else {
+        s.intensity_now = s.forecast.front().gco2_per_kwh;
+      }
     } else {
       s.intensity_now = at(now_ms);
       int64_t h0 = (now_ms / kHour) * kHour;
@@ -165,55 +180,28 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
   return out;
 }
 
+double forecast_value_at(const RegionSnapshot& r, int64_t t) {
+  constexpr int64_t kHour = 3600 * 1000;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (r.forecast.empty() || t < r.forecast.front().time_ms || t >= r.forecast.back().time_ms + kHour) return nan;
+  double v = nan;
+  for (const auto& p : r.forecast) {
+    if (p.time_ms > t) break;
+    v = p.gco2_per_kwh;
+  }
+  return v;
+}
+
 #ifndef GREENSHARD_HAVE_CARBON
 std::unique_ptr<IntensitySource> make_carbon_intensity_source() { return nullptr; }
 #endif
 
-KubeClusterConfig load_kubeconfig(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error("kubeconfig '" + path + "': " + e.what());
-  }
-  auto fail = [&](const std::string& k) -> KubeClusterConfig {
-    throw std::runtime_error("kubeconfig '" + path + "': " + k + ": required");
-  };
-  std::string ctx = root["current-context"] ? root["current-context"].as<std::string>() : "";
-  if (ctx.empty()) return fail("current-context");
-  YAML::Node context;
-  for (const auto& c : root["contexts"]) if (c["name"].as<std::string>() == ctx) context = c["context"];
-  if (!context) return fail("contexts[" + ctx + "]");
-  std::string cluster = context["cluster"].as<std::string>(), user = context["user"].as<std::string>();
-  KubeClusterConfig k;
-  if (context["namespace"]) k.namespace_ = context["namespace"].as<std::string>();
-  for (const auto& c : root["clusters"])
-    if (c["name"].as<std::string>() == cluster) {
-      k.server = c["cluster"]["server"].as<std::string>();
-      if (c["cluster"]["certificate-authority"]) k.ca_file = c["cluster"]["certificate-authority"].as<std::string>();
-      if (c["cluster"]["insecure-skip-tls-verify"]) k.insecure_skip_verify = c["cluster"]["insecure-skip-tls-verify"].as<bool>();
-    }
-  if (k.server.empty()) return fail("clusters[" + cluster + "].server");
-  for (const auto& u : root["users"])
-    if (u["name"].as<std::string>() == user) {
-      if (u["user"]["token"]) k.token = u["user"]["token"].as<std::string>();
-      if (u["user"]["tokenFile"]) k.token = trim_nl(read_text(u["user"]["tokenFile"].as<std::string>(), "tokenFile"));
-    }
-  if (k.token.empty()) return fail("users[" + user + "].token");
-  return k;
-}
+// Both delegate to the Kubernetes executor's loaders (executor_k8s.h):
+// validated field by field, inline certificate-authority-data supported.
+KubeClusterConfig load_kubeconfig(const std::string& path) { return read_kubeconfig_file(path); }
 
-KubeClusterConfig in_cluster_config() {
-  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
-  if (!host || !port) throw std::runtime_error("in_cluster: KUBERNETES_SERVICE_HOST/PORT not set");
-  const std::string sa = "/var/run/secrets/kubernetes.io/serviceaccount/";
-  KubeClusterConfig k;
-  k.server = std::string("https://") + host + ":" + port;
-  k.token = trim_nl(read_text(sa + "token", "service account token"));
-  k.ca_file = sa + "ca.crt";
-  k.namespace_ = trim_nl(read_text(sa + "namespace", "service account namespace"));
-  return k;
+KubeClusterConfig in_cluster_config(const std::string& service_account_dir) {
+  return in_cluster_config_at(service_account_dir);
 }
 
 }  // namespace controller

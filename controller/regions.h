@@ -54,16 +54,19 @@ struct RegionConfig {
   std::string executor = "local";
   double intensity = 400;
   std::vector<double> hourly;  // 24 values or empty
-  std::string zone;            // carbon/ data zone ("DE", "GB", ...): replayed 2023 data
+  std::string zone;            // a zone of the intensity source ("DE", "GB", ...)
+  std::string hardware;        // carbon/ hardware profile (hardware file), "" = none given
   KubeClusterConfig kube;
 };
 
-// Intensity for regions configured with `zone:` (carbon/'s shipped data).
+// Intensity for regions configured with `zone:`: carbon/'s shipped data, or
+// the source of the carbon source file (controller/config_files.h).
 class IntensitySource {
  public:
   virtual ~IntensitySource() = default;
-  // Hourly points from floor_hour(now_ms) for horizon_h + 1 hours. Throws
-  // std::runtime_error naming an unknown zone.
+  // Hourly points from floor_hour(now_ms), at most horizon_h + 1 of them
+  // (fewer when the source forecasts less far). Throws std::runtime_error
+  // naming the zone and the cause when there is no data for it.
   virtual std::vector<ForecastPoint> forecast(const std::string& zone, int64_t now_ms,
                                               int horizon_h) const = 0;
 };
@@ -71,24 +74,40 @@ class IntensitySource {
 // built without carbon/).
 std::unique_ptr<IntensitySource> make_carbon_intensity_source();
 
+struct RegionsFileOptions {
+  // Where `in_cluster: true` reads the service account's token, ca.crt and
+  // namespace.
+  std::string service_account_dir = "/var/run/secrets/kubernetes.io/serviceaccount";
+};
+
 // Throws std::runtime_error naming the file and key.
-std::vector<RegionConfig> load_regions_file(const std::string& path);
-std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std::string& origin);
+std::vector<RegionConfig> load_regions_file(const std::string& path, const RegionsFileOptions& options = {});
+std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std::string& origin,
+                                             const RegionsFileOptions& options = {});
 // The default: one local region "local" (1 node, PUE 1.0, 400 g/kWh).
 std::vector<RegionConfig> default_regions();
 
 // Builds scheduler snapshots: intensity now and an hourly forecast for the
-// next `horizon_h` hours, capacity minus `used_nodes`.
+// next `horizon_h` hours, capacity minus `used_nodes`. A `zone:` region whose
+// source throws (no data at all, e.g. a live API that never answered) gets
+// intensity_now = NaN, no forecast and free_nodes = 0: it takes no new job
+// until the source answers (no value is invented); the error goes to stderr.
 std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& regions,
                                              const std::map<std::string, int>& used_nodes,
                                              int64_t now_ms, int horizon_h = 48,
                                              const IntensitySource* source = nullptr);
+
+// The intensity in force at t_ms by the snapshot's hourly forecast (a step
+// function): NaN before the first point, after the last point's hour, or
+// when there is no forecast.
+double forecast_value_at(const RegionSnapshot& region, int64_t t_ms);
 
 // Reads a kubeconfig file (current-context: server, CA, token) into a cluster
 // config; throws std::runtime_error naming the missing key.
 KubeClusterConfig load_kubeconfig(const std::string& path);
 // The in-cluster service account (KUBERNETES_SERVICE_HOST/PORT, the mounted
 // token and CA); throws when not in a cluster.
-KubeClusterConfig in_cluster_config();
+KubeClusterConfig in_cluster_config(
+    const std::string& service_account_dir = RegionsFileOptions{}.service_account_dir);
 
 }  // namespace controller

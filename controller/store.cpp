@@ -237,12 +237,14 @@ std::vector<Job> Store::load_all() {
   return out;
 }
 
-std::vector<DecisionRecord> Store::decisions(const std::string& job_id) {
+std::vector<DecisionRecord> Store::decisions(const std::string& job_id, size_t newest) {
   std::lock_guard<std::mutex> dl(db_mu_);
   Stmt st(db_,
-          "SELECT cycle, job_id, time_ms, outcome, region, policy, explanation FROM decisions "
-          "WHERE job_id=? ORDER BY id;");
+          "SELECT cycle, job_id, time_ms, outcome, region, policy, explanation FROM ("
+          "SELECT id, cycle, job_id, time_ms, outcome, region, policy, explanation FROM decisions "
+          "WHERE job_id=? ORDER BY id DESC LIMIT ?) ORDER BY id;");
   st.text(1, job_id);
+  st.i64(2, newest >= size_t(INT64_MAX) ? int64_t(-1) : int64_t(newest));  // -1: no limit
   std::vector<DecisionRecord> out;
   while (sqlite3_step(st.s) == SQLITE_ROW)
     out.push_back({sqlite3_column_int64(st.s, 0), st.col_text(1), sqlite3_column_int64(st.s, 2),

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
+#include <cstdint>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -68,8 +70,9 @@ class Store {
   // (naming the job id).
   std::vector<Job> load_all();
 
-  // The decision log of one job, oldest first.
-  std::vector<DecisionRecord> decisions(const std::string& job_id);
+  // The decision log of one job, oldest first; at most the `newest` most
+  // recent records.
+  std::vector<DecisionRecord> decisions(const std::string& job_id, size_t newest = SIZE_MAX);
 
   // Number of committed transactions (for tests and the bench: group commit).
   int64_t commits() const;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "controller/openapi.h"
 #include "fixture.h"
 
 using namespace controller;
@@ -400,4 +401,72 @@ TEST(ControllerApi, ServesHttpsWhenGivenACertificate) {
   ApiOptions bad = o;
   bad.tls_key = d.file("cert.pem");
   EXPECT_THROW(ApiServer(*c.registry, *c.sched, c.auth, c.metrics, bad), std::runtime_error);
+}
+
+TEST(ControllerApi, GetJobShowsItsDecisionHistoryBoundedAndAsDocumented) {
+  Controller c;  // its registry, scheduler and store; a second server reads the decision log
+  auto serve = [&](size_t max_decisions, auto body) {
+    ApiOptions o;
+    o.store = c.store.get();
+    o.max_decisions = max_decisions;
+    ApiServer api(*c.registry, *c.sched, c.auth, c.metrics, o);
+    const int port = api.bind("127.0.0.1", 0);
+    std::thread t([&] { api.serve(); });
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_bearer_token_auth(kUserA);
+    body(cli);
+    api.stop();
+    t.join();
+  };
+  // DE has two nodes: the second two-node job waits for the first.
+  json s = spec("first");
+  s["nodes"] = 2;
+  s["regions"] = {"DE"};
+  const std::string a = submit(c, kUserA, s);
+  s["name"] = "second";
+  const std::string b = submit(c, kUserA, s);
+  c.sched->cycle();
+  ASSERT_EQ(c.state(b), JobState::kPending);
+  ASSERT_TRUE(c.cycle_until([&] { return c.state(b) == JobState::kSucceeded; }));
+  const json openapi = openapi_document();
+  const json& job_schema = openapi["components"]["schemas"]["Job"];
+  const json& decision_schema = openapi["components"]["schemas"]["Decision"];
+  serve(50, [&](httplib::Client& cli) {
+    auto r = cli.Get("/v1/jobs/" + b);
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : httplib::to_string(r.error()));
+    json j = json::parse(r->body);
+    // Every field is documented.
+    for (auto& [k, v] : j.items()) EXPECT_TRUE(job_schema["properties"].contains(k)) << k;
+    ASSERT_TRUE(j["decisions"].is_array()) << j.dump(1);
+    std::vector<std::string> outcomes;
+    for (const auto& d : j["decisions"]) {
+      for (const auto& f : decision_schema["required"]) EXPECT_TRUE(d.contains(f.get<std::string>())) << f << d;
+      for (auto& [k, v] : d.items()) EXPECT_TRUE(decision_schema["properties"].contains(k)) << k;
+      EXPECT_FALSE(d["explanation"].get<std::string>().empty()) << d;
+      EXPECT_TRUE(parse_rfc3339(d["time"].get<std::string>())) << d;
+      outcomes.push_back(d["outcome"]);
+    }
+    // Deferred while the first job held DE (recorded once), then admitted there.
+    EXPECT_EQ(outcomes, (std::vector<std::string>{"deferred", "admitted"})) << j["decisions"].dump(1);
+    EXPECT_EQ(j["decisions"][1]["region"], "DE");
+    EXPECT_LT(j["decisions"][0]["cycle"].get<int64_t>(), j["decisions"][1]["cycle"].get<int64_t>());
+    // The stored log is what is shown.
+    auto log = c.store->decisions(b);
+    ASSERT_EQ(log.size(), 2u);
+    EXPECT_EQ(j["decisions"][0]["explanation"], log[0].explanation);
+    EXPECT_EQ(j["decisions"][1]["policy"], log[1].policy);
+    // The first job was admitted at once.
+    json ja = json::parse(cli.Get("/v1/jobs/" + a)->body);
+    ASSERT_EQ(ja["decisions"].size(), 1u) << ja.dump(1);
+    EXPECT_EQ(ja["decisions"][0]["outcome"], "admitted");
+    // Another tenant's job stays invisible, decisions and all.
+    cli.set_bearer_token_auth(kUserB);
+    EXPECT_EQ(cli.Get("/v1/jobs/" + b)->status, 404);
+  });
+  // Bounded: only the newest decisions are shown.
+  serve(1, [&](httplib::Client& cli) {
+    json j = json::parse(cli.Get("/v1/jobs/" + b)->body);
+    ASSERT_EQ(j["decisions"].size(), 1u) << j.dump(1);
+    EXPECT_EQ(j["decisions"][0]["outcome"], "admitted");
+  });
 }

@@ -2,17 +2,26 @@
 //
 // No real API server can run here, so the executor is tested against an
 // in-test HTTP server that plays the Kubernetes API server (the only fake in
-// the controller tests). The request bodies are checked offline against a
-// minimal structural schema embedded below, transcribed from the Kubernetes
-// 1.28 OpenAPI definitions for exactly the fields we send (batch/v1 Job,
-// v1 Service, v1 ConfigMap): unknown fields, wrong types and invalid names
-// fail. (The npm package kubernetes-models is not available offline from
-// Debian, so the checks are embedded rather than generated.)
+// the controller tests). The request bodies are checked offline against the
+// Kubernetes API schemas of the npm package kubernetes-models (installed into
+// <repo>/.tools/npm by scripts/install_helm.sh, as for tests/charts), by
+// tests/controller/k8s/validate_objects.mjs run with node: schema types,
+// required fields, enums and formats, no unknown field anywhere, DNS names
+// and labels, and references between the objects. The chart's
+// worker-defaults.yaml is rendered by the real helm (<repo>/.tools/bin/helm).
+// Without node, kubernetes-models or helm these tests fail, naming them.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
-#include <regex>
+#include <optional>
+#include <sstream>
 
 #include "common/spawn.h"
 #include "controller/executor_k8s.h"
@@ -22,166 +31,58 @@ using json = nlohmann::json;
 
 namespace {
 
-// --- a minimal structural schema ------------------------------------------
+// --- offline validation with kubernetes-models ------------------------------
 
-json obj(json props, json required = json::array()) {
-  return {{"type", "object"}, {"properties", props}, {"required", required}};
-}
-json map_of(json v) { return {{"type", "map"}, {"values", v}}; }
-json arr(json items) { return {{"type", "array"}, {"items", items}}; }
-const json S = {{"type", "string"}};
-const json I = {{"type", "integer"}};
-const json B = {{"type", "boolean"}};
-const json LABEL_KEY = {{"type", "string"}, {"format", "label-key"}};
-const json DNS = {{"type", "string"}, {"format", "dns-label"}};
+const std::filesystem::path kRepo =
+    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
 
-json object_meta() {
-  return obj({{"name", DNS},
-              {"namespace", DNS},
-              {"labels", {{"type", "labels"}}},
-              {"annotations", map_of(S)},
-              {"ownerReferences", arr(obj({{"apiVersion", S}, {"kind", S}, {"name", DNS}, {"uid", S},
-                                          {"controller", B}, {"blockOwnerDeletion", B}},
-                                         {"apiVersion", "kind", "name", "uid"}))}},
-             {"name"});
-}
-
-json env_var() {
-  json field_ref = obj({{"fieldPath", S}, {"apiVersion", S}}, {"fieldPath"});
-  return obj({{"name", {{"type", "string"}, {"format", "c-identifier"}}},
-              {"value", S},
-              {"valueFrom", obj({{"fieldRef", field_ref}})}},
-             {"name"});
-}
-
-json container() {
-  return obj({{"name", DNS},
-              {"image", S},
-              {"command", arr(S)},
-              {"args", arr(S)},
-              {"env", arr(env_var())},
-              {"ports", arr(obj({{"name", S}, {"containerPort", {{"type", "port"}}}, {"protocol", {{"type", "enum"}, {"values", {"TCP", "UDP", "SCTP"}}}}},
-                                {"containerPort"}))},
-              {"resources", obj({{"requests", map_of({{"type", "quantity"}})},
-                                 {"limits", map_of({{"type", "quantity"}})}})},
-              {"volumeMounts", arr(obj({{"name", S}, {"mountPath", S}, {"readOnly", B}}, {"name", "mountPath"}))}},
-             {"name", "image"});
-}
-
-json job_schema() {
-  json volume = obj({{"name", DNS},
-                     {"configMap", obj({{"name", DNS}})},
-                     {"emptyDir", obj(json::object())},
-                     {"persistentVolumeClaim", obj({{"claimName", DNS}, {"readOnly", B}}, {"claimName"})}},
-                    {"name"});
-  json pod_spec = obj({{"subdomain", DNS},
-                       {"restartPolicy", {{"type", "enum"}, {"values", {"Never", "OnFailure"}}}},
-                       {"terminationGracePeriodSeconds", I},
-                       {"containers", arr(container())},
-                       {"volumes", arr(volume)}},
-                      {"containers"});
-  return obj({{"apiVersion", {{"type", "const"}, {"value", "batch/v1"}}},
-              {"kind", {{"type", "const"}, {"value", "Job"}}},
-              {"metadata", object_meta()},
-              {"spec", obj({{"completionMode", {{"type", "enum"}, {"values", {"NonIndexed", "Indexed"}}}},
-                            {"completions", I},
-                            {"parallelism", I},
-                            {"backoffLimit", I},
-                            {"suspend", B},
-                            {"template", obj({{"metadata", obj({{"labels", {{"type", "labels"}}}})}, {"spec", pod_spec}},
-                                             {"spec"})}},
-                           {"template"})}},
-             {"apiVersion", "kind", "metadata", "spec"});
-}
-
-json service_schema() {
-  return obj({{"apiVersion", {{"type", "const"}, {"value", "v1"}}},
-              {"kind", {{"type", "const"}, {"value", "Service"}}},
-              {"metadata", object_meta()},
-              {"spec", obj({{"clusterIP", S},
-                            {"publishNotReadyAddresses", B},
-                            {"selector", {{"type", "labels"}}},
-                            {"ports", arr(obj({{"name", S}, {"port", {{"type", "port"}}}, {"targetPort", {{"type", "port"}}},
-                                               {"protocol", {{"type", "enum"}, {"values", {"TCP", "UDP", "SCTP"}}}}},
-                                              {"port"}))}})}},
-             {"apiVersion", "kind", "metadata", "spec"});
-}
-
-json configmap_schema() {
-  return obj({{"apiVersion", {{"type", "const"}, {"value", "v1"}}},
-              {"kind", {{"type", "const"}, {"value", "ConfigMap"}}},
-              {"metadata", object_meta()},
-              {"data", map_of(S)}},
-             {"apiVersion", "kind", "metadata"});
-}
-
-bool dns_label(const std::string& s) {
-  static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
-  return s.size() <= 63 && std::regex_match(s, re);
-}
-bool label_value(const std::string& s) {
-  static const std::regex re("^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$");
-  return s.size() <= 63 && std::regex_match(s, re);
-}
-bool label_key(const std::string& k) {
-  auto slash = k.find('/');
-  std::string name = slash == std::string::npos ? k : k.substr(slash + 1);
-  static const std::regex sub("^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$");
-  if (slash != std::string::npos && (slash > 253 || !std::regex_match(k.substr(0, slash), sub))) return false;
-  return !name.empty() && label_value(name);
-}
-
-void validate(const json& v, const json& schema, const std::string& path, std::vector<std::string>& errs) {
-  const std::string t = schema["type"];
-  auto err = [&](const std::string& m) { errs.push_back(path + ": " + m); };
-  if (t == "object") {
-    if (!v.is_object()) return err("expected an object");
-    for (auto& [k, x] : v.items()) {
-      if (!schema["properties"].contains(k)) err("unknown field '" + k + "'");
-      else validate(x, schema["properties"][k], path + "." + k, errs);
-    }
-    for (auto& r : schema["required"])
-      if (!v.contains(r.get<std::string>())) err("missing required field '" + r.get<std::string>() + "'");
-  } else if (t == "map") {
-    if (!v.is_object()) return err("expected a map");
-    for (auto& [k, x] : v.items()) validate(x, schema["values"], path + "[" + k + "]", errs);
-  } else if (t == "labels") {
-    if (!v.is_object()) return err("expected labels");
-    for (auto& [k, x] : v.items()) {
-      if (!label_key(k)) err("invalid label key '" + k + "'");
-      if (!x.is_string() || !label_value(x.get<std::string>())) err("invalid label value for '" + k + "'");
-    }
-  } else if (t == "array") {
-    if (!v.is_array()) return err("expected an array");
-    for (size_t i = 0; i < v.size(); ++i) validate(v[i], schema["items"], path + "[" + std::to_string(i) + "]", errs);
-  } else if (t == "string") {
-    if (!v.is_string()) return err("expected a string");
-    std::string s = v;
-    std::string f = schema.value("format", "");
-    if (f == "dns-label" && !dns_label(s)) err("not a DNS-1123 label: '" + s + "'");
-    if (f == "c-identifier" && !std::regex_match(s, std::regex("^[A-Za-z_][A-Za-z0-9_]*$"))) err("not a C identifier");
-  } else if (t == "integer") {
-    if (!v.is_number_integer()) err("expected an integer");
-  } else if (t == "port") {
-    if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 65535) err("expected a port number");
-  } else if (t == "boolean") {
-    if (!v.is_boolean()) err("expected a boolean");
-  } else if (t == "quantity") {
-    if (!v.is_string() || !std::regex_match(v.get<std::string>(), std::regex("^[0-9]+(\\.[0-9]+)?(m|k|M|G|Ki|Mi|Gi)?$")))
-      err("expected a quantity string");
-  } else if (t == "enum") {
-    bool ok = false;
-    for (auto& x : schema["values"]) ok = ok || x == v;
-    if (!ok) err("not one of " + schema["values"].dump());
-  } else if (t == "const") {
-    if (v != schema["value"]) err("expected " + schema["value"].dump());
+std::string find_program(const std::string& env_var, const std::string& name) {
+  if (const char* e = std::getenv(env_var.c_str()); e && *e) return e;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t b = 0;
+  while (b <= dirs.size()) {
+    size_t e = dirs.find(':', b);
+    if (e == std::string::npos) e = dirs.size();
+    std::filesystem::path p = std::filesystem::path(dirs.substr(b, e - b)) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+    b = e + 1;
   }
+  return "";
 }
 
-std::vector<std::string> check(const json& v, const json& schema) {
-  std::vector<std::string> errs;
-  validate(v, schema, v.value("kind", "?"), errs);
-  return errs;
+struct Validation {
+  int exit_code = -1;
+  std::string output;
+};
+
+// cases: [{"case": sentence, "objects": [...]}] -> validate_objects.mjs.
+Validation validate_objects(const json& cases) {
+  const std::string node = find_program("NODE", "node");
+  const auto script = kRepo / "tests/controller/k8s/validate_objects.mjs";
+  if (node.empty()) return {-1, "node not found (set NODE or install nodejs)"};
+  gstest::TempDir dir;
+  std::ofstream(dir.file("objects.json")) << cases.dump(1);
+  auto r = gstest::run_process({node, script.string(), dir.file("objects.json")}, {}, std::chrono::seconds(120));
+  return {r.exit_code, r.output};
+}
+
+json one_case(const std::string& sentence, const KubeObjects& o) {
+  return {{"case", sentence}, {"objects", {o.job, o.service, o.config_map}}};
+}
+
+// The chart's worker-defaults.yaml as the real helm renders it.
+std::string helm_worker_defaults(const std::vector<std::string>& extra_args) {
+  const char* h = std::getenv("GREENSHARD_HELM");
+  const std::string helm = h && *h ? h : (kRepo / ".tools/bin/helm").string();
+  std::vector<std::string> argv = {helm, "template", "gs", (kRepo / "charts/greenshard").string(),
+                                   "--show-only", "templates/configmap.yaml"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  auto r = gstest::run_process(argv, {}, std::chrono::seconds(120));
+  if (r.exit_code != 0)
+    throw std::runtime_error("helm template failed (scripts/install_helm.sh installs helm): " + r.output);
+  YAML::Node cm = YAML::Load(r.output);
+  return cm["data"]["worker-defaults.yaml"].as<std::string>();
 }
 
 GangSpec gang(int nodes, int ppn, int gpus, int attempt = 0) {
@@ -219,25 +120,22 @@ const ManifestCase kManifests[] = {
 };
 
 class ManifestTable : public ::testing::TestWithParam<ManifestCase> {};
-TEST_P(ManifestTable, RendersValidObjects) {
+TEST_P(ManifestTable, RendersTheGang) {
   const auto& c = GetParam();
   KubeClusterConfig k;
   k.namespace_ = "greenshard";
   k.queue_name = c.queue;
   k.checkpoint_claim = c.claim;
   KubeObjects o = render_kube_objects(gang(c.nodes, c.ppn, c.gpus, 3), k, std::chrono::seconds(120), "uid-1");
-  for (const auto& [obj_, schema] : {std::pair{o.job, job_schema()}, std::pair{o.service, service_schema()},
-                                     std::pair{o.config_map, configmap_schema()}}) {
-    auto errs = check(obj_, schema);
-    EXPECT_TRUE(errs.empty()) << ::testing::PrintToString(errs);
-  }
   const json& spec = o.job["spec"];
   EXPECT_EQ(o.name, "gs-jabc123def456ghi-3");
   EXPECT_EQ(spec["completionMode"], "Indexed");
   EXPECT_EQ(spec["completions"], c.nodes);
   EXPECT_EQ(spec["parallelism"], c.nodes);
   EXPECT_EQ(spec["suspend"], !c.queue.empty());
-  if (!c.queue.empty()) EXPECT_EQ(o.job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], c.queue);
+  if (!c.queue.empty()) {
+    EXPECT_EQ(o.job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], c.queue);
+  }
   const json& pod = spec["template"]["spec"];
   EXPECT_EQ(pod["subdomain"], o.service["metadata"]["name"]);
   EXPECT_EQ(pod["terminationGracePeriodSeconds"], 120);
@@ -277,22 +175,225 @@ TEST_P(ManifestTable, RendersValidObjects) {
 INSTANTIATE_TEST_SUITE_P(ControllerKubeManifest, ManifestTable, ::testing::ValuesIn(kManifests),
                          [](const auto& info) { return gstest::test_name(info.param.sentence); });
 
-TEST(ControllerKubeManifest, TheSchemaCheckCatchesMistakes) {
+KubeObjects render_case(const ManifestCase& c, const WorkerDefaults& d = {}) {
   KubeClusterConfig k;
-  KubeObjects o = render_kube_objects(gang(1, 1, 0), k, std::chrono::seconds(30), "u");
+  k.namespace_ = "greenshard";
+  k.queue_name = c.queue;
+  k.checkpoint_claim = c.claim;
+  return render_kube_objects(gang(c.nodes, c.ppn, c.gpus, 3), k, std::chrono::seconds(120), "uid-1", d);
+}
+
+TEST(ControllerKubeManifest, EveryRenderedObjectValidatesAgainstTheKubernetesSchemas) {
+  json cases = json::array();
+  for (const auto& c : kManifests) cases.push_back(one_case(c.sentence, render_case(c)));
+  Validation v = validate_objects(cases);
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  for (const auto& c : kManifests)
+    EXPECT_NE(v.output.find(std::string(c.sentence) + ": 3 objects valid"), std::string::npos) << v.output;
+}
+
+TEST(ControllerKubeManifest, TheSchemaCheckCatchesMistakes) {
+  KubeObjects o = render_case(kManifests[0]);
   json bad = o.job;
   bad["spec"]["completionMode"] = "indexed";
-  bad["spec"]["template"]["spec"]["containers"][0]["env"][0]["name"] = "MASTER-ADDR";
+  bad["spec"]["template"]["spec"]["containers"][0]["env"][0]["name"] = "MASTER ADDR";
   bad["spec"]["paralelism"] = 1;
+  bad["spec"]["template"]["spec"]["containers"][0]["resources"] = {{"limits", {{"cpu", "lots"}}}};
+  bad["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {{"runAsNonRoot", "yes"}};
   bad["metadata"]["labels"]["app.kubernetes.io/name"] = std::string(64, 'a');
-  EXPECT_EQ(check(bad, job_schema()).size(), 4u) << ::testing::PrintToString(check(bad, job_schema()));
+  json svc = o.service;
+  svc["spec"]["selector"]["greenshard.io/job-id"] = "someone-else";
+  Validation v = validate_objects(json::array({{{"case", "broken"}, {"objects", {bad, svc, o.config_map}}},
+                                               one_case("intact", o)}));
+  EXPECT_EQ(v.exit_code, 1) << v.output;
+  for (const char* want : {"spec/completionMode must be equal to one of the allowed values",
+                           "Job/gs-jabc123def456ghi-3.spec: unknown field 'paralelism'",
+                           "env name 'MASTER ADDR' is invalid",
+                           "resources/limits/cpu must match format \"quantity\"",
+                           "securityContext/runAsNonRoot must be boolean",
+                           "label 'app.kubernetes.io/name' value",
+                           "Service/gs-jabc123def456ghi-3: selector matches no Job's pod template",
+                           "intact: 3 objects valid"})
+    EXPECT_NE(v.output.find(want), std::string::npos) << want << "\n" << v.output;
+  EXPECT_EQ(v.output.find("intact: Job"), std::string::npos) << v.output;
+}
+
+// --- worker defaults (the chart's worker-defaults.yaml) ---------------------
+
+const json* find_named(const json& list, const std::string& name) {
+  for (const auto& x : list)
+    if (x.value("name", "") == name) return &x;
+  return nullptr;
+}
+
+struct DefaultsCase {
+  const char* sentence;
+  std::vector<std::string> helm_args;
+  int gpus;
+  bool pull_secret;  // helm_args set worker.imagePullSecrets
+};
+
+const DefaultsCase kDefaults[] = {
+    {"the chart's default values on a one GPU job", {"--set", "worker.imagePullSecrets[0].name=regcred"}, 1, true},
+    {"the multi-region GPU values on an eight GPU job",
+     {"-f", (kRepo / "charts/greenshard/ci/multi-region-gpu-values.yaml").string()}, 8, false},
+    {"the chart's default values on a CPU-only job", {}, 0, false},
+};
+
+class WorkerDefaultsTable : public ::testing::TestWithParam<DefaultsCase> {};
+TEST_P(WorkerDefaultsTable, TheRenderedJobCarriesTheChartsWorkerDefaultsAndValidates) {
+  const auto& c = GetParam();
+  const std::string text = helm_worker_defaults(c.helm_args);
+  const json chart = [&] {
+    YAML::Node y = YAML::Load(text);
+    json j;
+    j["grace"] = y["terminationGracePeriodSeconds"].as<int64_t>();
+    j["cpu"] = y["resources"]["requests"]["cpu"].as<std::string>();
+    j["memory"] = y["resources"]["requests"]["memory"].as<std::string>();
+    j["shm"] = y["volumes"][1]["emptyDir"]["sizeLimit"].as<std::string>();
+    j["ifname"] = y["env"][1]["value"].as<std::string>();
+    return j;
+  }();
+  WorkerDefaults d = parse_worker_defaults(text, "worker-defaults.yaml");
+  KubeClusterConfig k;
+  k.namespace_ = "greenshard";
+  GangSpec g = gang(2, 1, c.gpus);
+  g.spec.image.clear();  // the defaults' image applies
+  KubeObjects o = render_kube_objects(g, k, std::chrono::seconds(30), "uid-1", d);
+  const json& pod = o.job["spec"]["template"]["spec"];
+  const json& ctr = pod["containers"][0];
+
+  EXPECT_EQ(ctr["image"], d.image);
+  EXPECT_EQ(ctr["imagePullPolicy"], "IfNotPresent");
+  // NCCL after the controller's own variables, which stay.
+  ASSERT_NE(find_named(ctr["env"], "NCCL_SOCKET_IFNAME"), nullptr);
+  EXPECT_EQ((*find_named(ctr["env"], "NCCL_SOCKET_IFNAME"))["value"], chart["ifname"]);
+  EXPECT_NE(find_named(ctr["env"], "NCCL_DEBUG"), nullptr);
+  EXPECT_NE(find_named(ctr["env"], "NCCL_IB_DISABLE"), nullptr);
+  EXPECT_NE(find_named(ctr["env"], "MASTER_ADDR"), nullptr);
+  // /dev/shm: a memory-backed emptyDir.
+  const json* shm = find_named(pod["volumes"], "dshm");
+  ASSERT_NE(shm, nullptr);
+  EXPECT_EQ((*shm)["emptyDir"]["medium"], "Memory");
+  EXPECT_EQ((*shm)["emptyDir"]["sizeLimit"], chart["shm"]);
+  ASSERT_NE(find_named(ctr["volumeMounts"], "dshm"), nullptr);
+  EXPECT_EQ((*find_named(ctr["volumeMounts"], "dshm"))["mountPath"], "/dev/shm");
+  EXPECT_NE(find_named(pod["volumes"], "checkpoints"), nullptr);
+  // Security contexts, grace, scheduling.
+  EXPECT_EQ(ctr["securityContext"]["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(ctr["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(ctr["securityContext"]["capabilities"]["drop"], json::array({"ALL"}));
+  EXPECT_EQ(pod["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(pod["securityContext"]["runAsUser"], 65532);
+  EXPECT_EQ(pod["terminationGracePeriodSeconds"], chart["grace"]);
+  EXPECT_EQ(pod["automountServiceAccountToken"], false);
+  ASSERT_TRUE(pod.contains("tolerations"));
+  EXPECT_EQ(pod["tolerations"][0]["key"], "nvidia.com/gpu");
+  if (c.pull_secret) {
+    EXPECT_EQ(pod["imagePullSecrets"], json::parse(R"([{"name":"regcred"}])"));
+  } else {
+    EXPECT_FALSE(pod.contains("imagePullSecrets"));
+  }
+  // Resources: the defaults' CPU and memory; GPUs from the job.
+  EXPECT_EQ(ctr["resources"]["requests"]["cpu"], chart["cpu"]);
+  EXPECT_EQ(ctr["resources"]["requests"]["memory"], chart["memory"]);
+  if (c.gpus > 0) {
+    EXPECT_EQ(ctr["resources"]["requests"]["nvidia.com/gpu"], std::to_string(c.gpus));
+    EXPECT_EQ(ctr["resources"]["limits"]["nvidia.com/gpu"], std::to_string(c.gpus));
+  } else {
+    EXPECT_FALSE(ctr["resources"]["requests"].contains("nvidia.com/gpu"));
+    EXPECT_FALSE(ctr["resources"]["limits"].contains("nvidia.com/gpu"));
+  }
+  Validation v = validate_objects(json::array({one_case(c.sentence, o)}));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+}
+INSTANTIATE_TEST_SUITE_P(ControllerKubeWorkerDefaults, WorkerDefaultsTable, ::testing::ValuesIn(kDefaults),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+struct BadDefaultsCase {
+  const char* sentence;
+  const char* yaml;
+  const char* error;  // a substring of the message
+};
+
+const BadDefaultsCase kBadDefaults[] = {
+    {"an unknown key is named", "imagePullPolicyy: Always\n", "worker-defaults.yaml: imagePullPolicyy: unknown key"},
+    {"a pull policy outside the enum", "imagePullPolicy: Sometimes\n", "imagePullPolicy: 'Sometimes' is not one of"},
+    {"a grace period that is a string", "terminationGracePeriodSeconds: \"300\"\n",
+     "terminationGracePeriodSeconds: expected an integer"},
+    {"a negative grace period", "terminationGracePeriodSeconds: -1\n", "terminationGracePeriodSeconds: must be in"},
+    {"a memory request that is not a quantity", "resources:\n  requests:\n    memory: lots\n",
+     "resources.requests.memory: 'lots' is not a quantity"},
+    {"a resources section other than requests and limits", "resources:\n  claims: []\n",
+     "resources.claims: unknown key"},
+    {"an environment variable the controller sets", "env:\n  - {name: MASTER_ADDR, value: x}\n",
+     "env[0].name: MASTER_ADDR is set by the controller"},
+    {"an environment value that is a number", "env:\n  - {name: NCCL_IB_GID_INDEX, value: 3}\n",
+     "env[0].value: expected a string"},
+    {"an environment variable set twice", "env:\n  - {name: A, value: x}\n  - {name: A, value: y}\n",
+     "env[1].name: A is set twice"},
+    {"a mount without its volume", "volumeMounts:\n  - {name: dshm, mountPath: /dev/shm}\n",
+     "volumeMounts[0].name: no volume named 'dshm' in volumes"},
+    {"a volume named like the controller's", "volumes:\n  - {name: checkpoints, emptyDir: {}}\n",
+     "volumes[0].name: checkpoints is the controller's volume"},
+    {"a shm medium outside the enum", "volumes:\n  - name: dshm\n    emptyDir: {medium: Disk}\n",
+     "volumes[0].emptyDir.medium: 'Disk' is not one of"},
+    {"a mount over the checkpoint directory",
+     "volumes:\n  - {name: x, emptyDir: {}}\nvolumeMounts:\n  - {name: x, mountPath: /checkpoints}\n",
+     "volumeMounts[0].mountPath: /checkpoints is the controller's mount"},
+    {"a security context key with a typo", "securityContext:\n  readOnlyRootFilesytem: true\n",
+     "securityContext.readOnlyRootFilesytem: unknown key"},
+    {"a pod user that is a string", "podSecurityContext:\n  runAsUser: nobody\n",
+     "podSecurityContext.runAsUser: expected an integer"},
+    {"a toleration effect outside the enum", "tolerations:\n  - {key: a, operator: Exists, effect: Never}\n",
+     "tolerations[0].effect: 'Never' is not one of"},
+    {"a pull secret without a name", "imagePullSecrets:\n  - {}\n", "imagePullSecrets[0].name: required"},
+    {"a list where a map belongs", "nodeSelector: [a]\n", "nodeSelector: expected a map"},
+    {"a YAML syntax error names the file", "env: [\n", "worker-defaults.yaml: "},
+};
+
+class BadWorkerDefaults : public ::testing::TestWithParam<BadDefaultsCase> {};
+TEST_P(BadWorkerDefaults, IsRefusedNamingTheField) {
+  const auto& c = GetParam();
+  try {
+    parse_worker_defaults(c.yaml, "worker-defaults.yaml");
+    FAIL() << "accepted: " << c.yaml;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << e.what();
+  }
+}
+INSTANTIATE_TEST_SUITE_P(ControllerKubeWorkerDefaults, BadWorkerDefaults, ::testing::ValuesIn(kBadDefaults),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(ControllerKubeWorkerDefaults, TheFileIsReadFromTheEnvironmentVariable) {
+  gstest::TempDir dir;
+  ::unsetenv("GREENSHARD_WORKER_DEFAULTS_FILE");
+  EXPECT_TRUE(worker_defaults_from_env().env.empty());
+  std::ofstream(dir.file("wd.yaml")) << "env:\n  - {name: NCCL_DEBUG, value: INFO}\nterminationGracePeriodSeconds: 90\n";
+  ::setenv("GREENSHARD_WORKER_DEFAULTS_FILE", dir.file("wd.yaml").c_str(), 1);
+  WorkerDefaults d = worker_defaults_from_env();
+  EXPECT_EQ(d.env[0]["value"], "INFO");
+  EXPECT_EQ(d.termination_grace_s, 90);
+  ::setenv("GREENSHARD_WORKER_DEFAULTS_FILE", dir.file("missing.yaml").c_str(), 1);
+  try {
+    worker_defaults_from_env();
+    ADD_FAILURE() << "a missing file was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("GREENSHARD_WORKER_DEFAULTS_FILE"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("missing.yaml"), std::string::npos) << e.what();
+  }
+  ::unsetenv("GREENSHARD_WORKER_DEFAULTS_FILE");
 }
 
 // --- the executor against an in-test API server ---------------------------
 
 class FakeApiServer {
  public:
-  explicit FakeApiServer(std::string token) : token_(std::move(token)) {
+  // HTTPS when given a certificate and key (PEM files).
+  explicit FakeApiServer(std::string token, const std::string& cert = "", const std::string& key = "")
+      : token_(std::move(token)),
+        svr_(cert.empty() ? std::unique_ptr<httplib::Server>(new httplib::Server)
+                          : std::unique_ptr<httplib::Server>(new httplib::SSLServer(cert.c_str(), key.c_str()))) {
     auto authed = [this](const httplib::Request& req, httplib::Response& res) {
       if (req.get_header_value("Authorization") != "Bearer " + token_) {
         res.status = 401;
@@ -302,7 +403,7 @@ class FakeApiServer {
       return true;
     };
     const std::string ns = "(/namespaces/([a-z0-9-]+))";
-    svr_.Post("/apis/batch/v1/namespaces/([a-z0-9-]+)/jobs", [=, this](const httplib::Request& req, httplib::Response& res) {
+    svr_->Post("/apis/batch/v1/namespaces/([a-z0-9-]+)/jobs", [=, this](const httplib::Request& req, httplib::Response& res) {
       if (!authed(req, res)) return;
       std::lock_guard<std::mutex> l(mu);
       json j = json::parse(req.body);
@@ -320,7 +421,7 @@ class FakeApiServer {
       res.set_content(j.dump(), "application/json");
     });
     for (const char* kind : {"services", "configmaps"})
-      svr_.Post(std::string("/api/v1/namespaces/([a-z0-9-]+)/") + kind,
+      svr_->Post(std::string("/api/v1/namespaces/([a-z0-9-]+)/") + kind,
                 [=, this](const httplib::Request& req, httplib::Response& res) {
                   if (!authed(req, res)) return;
                   std::lock_guard<std::mutex> l(mu);
@@ -330,7 +431,7 @@ class FakeApiServer {
                   res.status = 201;
                   res.set_content(j.dump(), "application/json");
                 });
-    svr_.Get("/apis/batch/v1/namespaces/([a-z0-9-]+)/jobs/([a-z0-9-]+)", [=, this](const httplib::Request& req, httplib::Response& res) {
+    svr_->Get("/apis/batch/v1/namespaces/([a-z0-9-]+)/jobs/([a-z0-9-]+)", [=, this](const httplib::Request& req, httplib::Response& res) {
       if (!authed(req, res)) return;
       std::lock_guard<std::mutex> l(mu);
       auto it = jobs.find(req.matches[2]);
@@ -341,7 +442,7 @@ class FakeApiServer {
       }
       res.set_content(it->second.dump(), "application/json");
     });
-    svr_.Delete("/apis/batch/v1/namespaces/([a-z0-9-]+)/jobs/([a-z0-9-]+)", [=, this](const httplib::Request& req, httplib::Response& res) {
+    svr_->Delete("/apis/batch/v1/namespaces/([a-z0-9-]+)/jobs/([a-z0-9-]+)", [=, this](const httplib::Request& req, httplib::Response& res) {
       if (!authed(req, res)) return;
       std::lock_guard<std::mutex> l(mu);
       requests.push_back({"DELETE job", json::parse(req.body.empty() ? "{}" : req.body)});
@@ -355,22 +456,22 @@ class FakeApiServer {
       jobs.erase(it);
       res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
     });
-    svr_.Get("/api/v1/namespaces/([a-z0-9-]+)/pods", [=, this](const httplib::Request& req, httplib::Response& res) {
+    svr_->Get("/api/v1/namespaces/([a-z0-9-]+)/pods", [=, this](const httplib::Request& req, httplib::Response& res) {
       if (!authed(req, res)) return;
       std::lock_guard<std::mutex> l(mu);
       selectors.push_back(req.get_param_value("labelSelector"));
       res.set_content(json{{"items", pods}}.dump(), "application/json");
     });
-    svr_.Get("/api/v1/namespaces/([a-z0-9-]+)/pods/([a-z0-9-]+)/log", [=, this](const httplib::Request& req, httplib::Response& res) {
+    svr_->Get("/api/v1/namespaces/([a-z0-9-]+)/pods/([a-z0-9-]+)/log", [=, this](const httplib::Request& req, httplib::Response& res) {
       if (!authed(req, res)) return;
       res.set_content("log of " + req.matches[2].str() + "\n", "text/plain");
     });
-    port = svr_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { svr_.listen_after_bind(); });
-    while (!svr_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    port = svr_->bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { svr_->listen_after_bind(); });
+    while (!svr_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~FakeApiServer() {
-    svr_.stop();
+    svr_->stop();
     thread_.join();
   }
   void set_status(const std::string& name, json status) {
@@ -393,7 +494,7 @@ class FakeApiServer {
 
  private:
   std::string token_;
-  httplib::Server svr_;
+  std::unique_ptr<httplib::Server> svr_;
   std::thread thread_;
 };
 
@@ -418,9 +519,13 @@ TEST(ControllerKubeExecutor, CreatesJobServiceAndConfigMapThenFollowsToCompletio
     std::lock_guard<std::mutex> l(api.mu);
     ASSERT_EQ(api.requests.size(), 3u);
     EXPECT_EQ(api.requests[0].first, "POST job");
-    EXPECT_TRUE(check(api.requests[0].second, job_schema()).empty());
-    EXPECT_TRUE(check(api.requests[1].second, service_schema()).empty());
-    EXPECT_TRUE(check(api.requests[2].second, configmap_schema()).empty());
+    EXPECT_EQ(api.requests[1].first, "POST services");
+    EXPECT_EQ(api.requests[2].first, "POST configmaps");
+    // The request bodies as sent.
+    Validation v = validate_objects(json::array(
+        {{{"case", "the executor's requests"},
+          {"objects", {api.requests[0].second, api.requests[1].second, api.requests[2].second}}}}));
+    EXPECT_EQ(v.exit_code, 0) << v.output;
     // The Service and ConfigMap are owned by the created Job's uid.
     EXPECT_EQ(api.owned["uid-" + name].size(), 2u);
   }
@@ -481,8 +586,11 @@ TEST(ControllerKubeExecutor, ARestartedControllerAdoptsARunningJob) {
   auto log = ex->logs("jabc123def456ghi", 3, 0, 1000);
   ASSERT_TRUE(log);
   EXPECT_EQ(*log, "log of pod-0\n");
-  std::lock_guard<std::mutex> l(api.mu);
-  EXPECT_EQ(api.selectors.back(), "job-name=gs-jabc123def456ghi-1,batch.kubernetes.io/job-completion-index=1");
+  {
+    std::lock_guard<std::mutex> l(api.mu);
+    EXPECT_EQ(api.selectors.back(), "job-name=gs-jabc123def456ghi-1,batch.kubernetes.io/job-completion-index=1");
+  }
+  // (Not under api.mu: the fake server's handlers take it.)
   EXPECT_FALSE(ex->adopt("jother", {{"executor", "kubernetes"}, {"name", "gs-jother-0"}}, std::chrono::seconds(1)));
 }
 
@@ -494,5 +602,224 @@ TEST(ControllerKubeExecutor, AWrongTokenIsALaunchFailureNamingTheStatus) {
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("HTTP 401"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ControllerKubeExecutor, TheWorkerDefaultsReachTheCreatedJob) {
+  FakeApiServer api("k8s-sa-token");
+  auto ex = make_kubernetes_executor(
+      cluster(api.port), std::chrono::seconds(30),
+      parse_worker_defaults("env:\n  - {name: NCCL_DEBUG, value: WARN}\nterminationGracePeriodSeconds: 240\n", "wd"));
+  ex->start(gang(1, 1, 0));
+  std::lock_guard<std::mutex> l(api.mu);
+  const json& pod = api.requests.at(0).second["spec"]["template"]["spec"];
+  ASSERT_NE(find_named(pod["containers"][0]["env"], "NCCL_DEBUG"), nullptr);
+  EXPECT_EQ(pod["terminationGracePeriodSeconds"], 240);
+}
+
+// --- cluster connection: kubeconfig and in-cluster service account ---------
+
+namespace {
+
+// A self-signed certificate for 127.0.0.1 (real openssl).
+void make_cert(const gstest::TempDir& d, const std::string& stem) {
+  auto r = gstest::run_process({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                                d.file(stem + ".key"), "-out", d.file(stem + ".crt"), "-days", "1", "-subj",
+                                "/CN=kube-apiserver", "-addext", "subjectAltName=IP:127.0.0.1"},
+                               {}, std::chrono::seconds(60));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string base64(const std::string& in) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -6;
+  for (unsigned char c : in) {
+    val = (val << 8) + c;
+    bits += 8;
+    while (bits >= 0) {
+      out.push_back(t[(val >> bits) & 0x3F]);
+      bits -= 6;
+    }
+  }
+  if (bits > -6) out.push_back(t[((val << 8) >> (bits + 8)) & 0x3F]);
+  while (out.size() % 4) out.push_back('=');
+  return out;
+}
+
+std::string kubeconfig(const std::string& server, const std::string& cluster_extra, const std::string& user) {
+  return "apiVersion: v1\nkind: Config\ncurrent-context: gpu\n"
+         "contexts:\n  - name: other\n    context: {cluster: nowhere, user: nobody}\n"
+         "  - name: gpu\n    context: {cluster: eu, user: ctl, namespace: training}\n"
+         "clusters:\n  - name: eu\n    cluster:\n      server: " + server + "\n" + cluster_extra +
+         "users:\n  - name: ctl\n    user:\n" + user;
+}
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+}  // namespace
+
+TEST(ControllerKubeConfig, InlineCertificateAuthorityDataReachesATlsApiServer) {
+  gstest::TempDir d;
+  make_cert(d, "api");
+  make_cert(d, "stranger");
+  FakeApiServer api("kc-token", d.file("api.crt"), d.file("api.key"));
+  const std::string server = "https://127.0.0.1:" + std::to_string(api.port);
+  KubeClusterConfig k = parse_kubeconfig(
+      kubeconfig(server, "      certificate-authority-data: " + base64(slurp(d.file("api.crt"))) + "\n",
+                 "      token: kc-token\n"),
+      "kc", d.file("ca"));
+  EXPECT_EQ(k.server, server);
+  EXPECT_EQ(k.namespace_, "training");
+  EXPECT_EQ(k.token, "kc-token");
+  EXPECT_FALSE(k.insecure_skip_verify);
+  EXPECT_EQ(slurp(k.ca_file), slurp(d.file("api.crt")));  // the decoded CA, as a file under ca_dir
+  EXPECT_EQ(k.ca_file.rfind(d.file("ca") + "/", 0), 0u) << k.ca_file;
+  k.image = "registry.example/greenshard-worker:0.1";
+  EXPECT_EQ(make_kubernetes_executor(k)->start(gang(1, 1, 0)).phase, GangPhase::kStarting);
+  {
+    std::lock_guard<std::mutex> l(api.mu);
+    EXPECT_EQ(api.requests.size(), 3u);
+  }
+  // The same server is refused under another CA: the CA is really used.
+  KubeClusterConfig wrong = parse_kubeconfig(
+      kubeconfig(server, "      certificate-authority-data: " + base64(slurp(d.file("stranger.crt"))) + "\n",
+                 "      token: kc-token\n"),
+      "kc", d.file("ca"));
+  EXPECT_NE(wrong.ca_file, k.ca_file);
+  EXPECT_THROW(make_kubernetes_executor(wrong)->start(gang(1, 1, 0, 1)), std::runtime_error);
+}
+
+TEST(ControllerKubeConfig, AFileCaAndATokenFileAreRead) {
+  gstest::TempDir d;
+  std::ofstream(d.file("token")) << "file-token\n";
+  std::ofstream(d.file("kubeconfig")) << kubeconfig(
+      "https://10.0.0.1:6443/", "      certificate-authority: /etc/ca.crt\n      insecure-skip-tls-verify: true\n",
+      "      tokenFile: " + d.file("token") + "\n");
+  KubeClusterConfig k = read_kubeconfig_file(d.file("kubeconfig"));
+  EXPECT_EQ(k.server, "https://10.0.0.1:6443");
+  EXPECT_EQ(k.ca_file, "/etc/ca.crt");
+  EXPECT_TRUE(k.insecure_skip_verify);
+  EXPECT_EQ(k.token, "file-token");
+  EXPECT_EQ(k.token_file, d.file("token"));
+  EXPECT_THROW(read_kubeconfig_file(d.file("absent")), std::runtime_error);
+}
+
+struct BadKubeconfigCase {
+  const char* sentence;
+  std::string text;
+  const char* error;
+};
+
+const std::string kOkCluster = "      certificate-authority: /etc/ca.crt\n";
+const BadKubeconfigCase kBadKubeconfigs[] = {
+    {"no current context", "clusters: []\n", "current-context: required"},
+    {"a current context that is not listed", "current-context: gone\ncontexts: []\n", "contexts[gone]: no such entry"},
+    {"a cluster without a server",
+     "current-context: c\ncontexts: [{name: c, context: {cluster: x, user: u}}]\nclusters: [{name: x, cluster: {}}]\n",
+     "clusters[x].cluster.server: required"},
+    {"a server that is not a URL", kubeconfig("10.0.0.1:6443", kOkCluster, "      token: t\n"),
+     "clusters[eu].cluster.server: '10.0.0.1:6443' is not an http(s) URL"},
+    {"CA data that is not base64", kubeconfig("https://k", "      certificate-authority-data: '%%%'\n", "      token: t\n"),
+     "clusters[eu].cluster.certificate-authority-data: not base64"},
+    {"CA data that holds no certificate",
+     kubeconfig("https://k", "      certificate-authority-data: " + base64("hello") + "\n", "      token: t\n"),
+     "clusters[eu].cluster.certificate-authority-data: holds no PEM certificate"},
+    {"both a CA file and CA data",
+     kubeconfig("https://k", kOkCluster + "      certificate-authority-data: " + base64("x") + "\n", "      token: t\n"),
+     "set certificate-authority or certificate-authority-data, not both"},
+    {"a user without a token", kubeconfig("https://k", kOkCluster, "      username: admin\n"),
+     "users[ctl].user: a token or tokenFile is required"},
+    {"a token file that cannot be read", kubeconfig("https://k", kOkCluster, "      tokenFile: /nonexistent/token\n"),
+     "users[ctl].user.tokenFile: cannot read '/nonexistent/token'"},
+    {"a YAML syntax error", "current-context: [\n", "kubeconfig 'kc': "},
+};
+
+class BadKubeconfig : public ::testing::TestWithParam<BadKubeconfigCase> {};
+TEST_P(BadKubeconfig, IsRefusedNamingTheKey) {
+  const auto& c = GetParam();
+  gstest::TempDir d;
+  try {
+    parse_kubeconfig(c.text, "kc", d.file("ca"));
+    FAIL() << "accepted:\n" << c.text;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("kubeconfig 'kc': ", 0), 0u) << e.what();
+  }
+}
+INSTANTIATE_TEST_SUITE_P(ControllerKubeConfig, BadKubeconfig, ::testing::ValuesIn(kBadKubeconfigs),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(ControllerKubeConfig, InClusterUsesTheServiceAccountAndTheServiceEnvironment) {
+  gstest::TempDir d;
+  make_cert(d, "api");
+  // A fake service account directory, as the kubelet mounts it.
+  std::filesystem::create_directories(d.file("sa"));
+  std::ofstream(d.file("sa/token")) << "sa-token\n";
+  std::filesystem::copy_file(d.file("api.crt"), d.file("sa/ca.crt"));
+  std::ofstream(d.file("sa/namespace")) << "greenshard-jobs";
+  FakeApiServer api("sa-token", d.file("api.crt"), d.file("api.key"));
+  {
+    ScopedEnv h("KUBERNETES_SERVICE_HOST", "127.0.0.1");
+    ScopedEnv p("KUBERNETES_SERVICE_PORT", std::to_string(api.port).c_str());
+    KubeClusterConfig k = in_cluster_config_at(d.file("sa"));
+    EXPECT_EQ(k.server, "https://127.0.0.1:" + std::to_string(api.port));
+    EXPECT_EQ(k.token, "sa-token");
+    EXPECT_EQ(k.ca_file, d.file("sa/ca.crt"));
+    EXPECT_EQ(k.namespace_, "greenshard-jobs");
+    k.image = "registry.example/greenshard-worker:0.1";
+    EXPECT_EQ(make_kubernetes_executor(k)->start(gang(1, 1, 0)).phase, GangPhase::kStarting);
+    std::lock_guard<std::mutex> l(api.mu);
+    EXPECT_EQ(api.requests.at(0).second["metadata"]["namespace"], "greenshard-jobs");
+  }
+  {
+    ScopedEnv h("KUBERNETES_SERVICE_HOST", "fd00::1");
+    ScopedEnv p("KUBERNETES_SERVICE_PORT", "443");
+    EXPECT_EQ(in_cluster_config_at(d.file("sa")).server, "https://[fd00::1]:443");
+    auto fails_with = [&](const std::string& dir, const std::string& want) {
+      try {
+        in_cluster_config_at(dir);
+        ADD_FAILURE() << "accepted " << dir;
+      } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+      }
+    };
+    fails_with(d.file("nowhere"), d.file("nowhere/token"));
+    std::filesystem::create_directories(d.file("badca"));
+    std::ofstream(d.file("badca/token")) << "t";
+    std::ofstream(d.file("badca/ca.crt")) << "not a certificate";
+    fails_with(d.file("badca"), "holds no PEM certificate");
+  }
+  {
+    ScopedEnv h("KUBERNETES_SERVICE_HOST", nullptr);
+    ScopedEnv p("KUBERNETES_SERVICE_PORT", "443");
+    try {
+      in_cluster_config_at(d.file("sa"));
+      ADD_FAILURE() << "accepted without KUBERNETES_SERVICE_HOST";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("KUBERNETES_SERVICE_HOST"), std::string::npos) << e.what();
+    }
   }
 }

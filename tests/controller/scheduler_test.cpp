@@ -248,3 +248,53 @@ TEST(ControllerScheduler, EachCycleIsNumberedAndEveryPhaseTimed) {
   }
   EXPECT_EQ(phases, (std::vector<std::string>{"snapshot", "observe", "order", "place", "admit", "drain"}));
 }
+
+TEST(ControllerScheduler, RecoveringBacksOffExponentiallyOnTheInjectedClock) {
+  Options o = opts();
+  o.backoff_ms = 1000;
+  Controller c(o);
+  auto id = submit(c, job_spec("always-fail", {{"max_restarts", 3}}));
+  // Cycles while real time passes (the gang fails on its own) and the
+  // injected clock stands still: only advance_ms below moves it.
+  auto cycle_frozen = [&](auto pred) {
+    for (int i = 0; i < 500; ++i) {
+      c.sched->cycle();
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  std::vector<int64_t> delays;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    ASSERT_TRUE(cycle_frozen([&] {
+      Job j = *c.registry->get(id);
+      return j.state() == JobState::kRecovering && j.recovery_count == attempt;
+    })) << "attempt " << attempt;
+    Job j = *c.registry->get(id);
+    ASSERT_EQ(j.conditions().back().reason, "GangFailed");
+    const int64_t failed_at = j.conditions().back().time_ms;
+    ASSERT_EQ(c.clock.now_ms(), failed_at);
+    const int64_t delay = j.next_attempt_ms - failed_at;
+    delays.push_back(delay);
+    EXPECT_NE(j.conditions().back().message.find("in " + std::to_string(delay) + " ms"), std::string::npos)
+        << j.conditions().back().message;
+    // Not a moment before the delay has passed on the clock, however many cycles run.
+    for (int i = 0; i < 5; ++i) c.sched->cycle();
+    c.clock.advance_ms(delay - 1);
+    for (int i = 0; i < 5; ++i) c.sched->cycle();
+    EXPECT_EQ(c.state(id), JobState::kRecovering);
+    c.clock.advance_ms(1);
+    c.sched->cycle();
+    j = *c.registry->get(id);
+    EXPECT_NE(j.state(), JobState::kRecovering);
+    auto conds = j.conditions();
+    auto restart = std::find_if(conds.rbegin(), conds.rend(), [](const Condition& x) { return x.reason == "Restarting"; });
+    ASSERT_NE(restart, conds.rend());
+    EXPECT_EQ(restart->state, JobState::kStarting);
+    EXPECT_EQ(restart->time_ms, failed_at + delay);
+  }
+  // The delay doubles from --backoff-ms with each restart.
+  EXPECT_EQ(delays, (std::vector<int64_t>{1000, 2000, 4000}));
+  ASSERT_TRUE(cycle_frozen([&] { return c.state(id) == JobState::kFailed; }));
+  EXPECT_EQ(c.registry->get(id)->conditions().back().reason, "MaxRestartsExceeded");
+}

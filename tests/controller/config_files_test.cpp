@@ -1,0 +1,621 @@
+// The carbon source and hardware files (controller/config_files.h): parser
+// tables; the files the real Helm chart renders (real helm, default values
+// and ci/multi-region-gpu-values.yaml) through the controller's real parsers;
+// and a real greenshard-controller whose Carbon Aware SDK source is an
+// HTTP server in this test on loopback (it plays the SDK's WebAPI: no real
+// SDK runs here), seen through GET /v1/regions and /metrics.
+#include <carbon/hardware.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common/spawn.h"
+#include "controller/api_types.h"
+#include "controller/auth.h"
+#include "controller/config_files.h"
+#include "controller/metrics.h"
+#include "controller/placement.h"
+#include "controller/regions.h"
+#include "process.h"
+
+using json = nlohmann::json;
+using namespace controller;
+
+namespace {
+
+void write(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// --- carbon source file ----------------------------------------------------
+
+struct BadSource {
+  const char* sentence;
+  const char* yaml;
+  const char* error;  // regex the message must match (after "<file>: ")
+};
+
+const BadSource kBadSources[] = {
+    {"source is required", "refresh_seconds: 300\n", "^src.yaml: source: required"},
+    {"an unknown source is named", "source: watttime\n", "^src.yaml: source: must be file, carbon-aware-sdk or electricitymaps, got 'watttime'"},
+    {"an unknown key is named", "source: file\nrefresh: 3\n", "^src.yaml: unknown key 'refresh'"},
+    {"refresh_seconds below 10 is refused", "source: file\nrefresh_seconds: 5\n", "^src.yaml: refresh_seconds: must be in \\[10, 86400\\], got 5"},
+    {"refresh_seconds must be an integer", "source: file\nrefresh_seconds: soon\n", "^src.yaml: refresh_seconds: expected an integer"},
+    {"forecast_horizon_hours above 168 is refused", "source: file\nforecast_horizon_hours: 169\n", "^src.yaml: forecast_horizon_hours: must be in \\[1, 168\\]"},
+    {"max_stale_seconds below 0 is refused", "source: file\nmax_stale_seconds: -1\n", "^src.yaml: max_stale_seconds: must be in"},
+    {"a relative data_dir is refused", "source: file\ndata_dir: data\n", "^src.yaml: data_dir: must be an absolute path"},
+    {"url is not used by the file source", "source: file\nurl: http://x\n", "^src.yaml: url: not used by source file"},
+    {"data_dir is not used by a live source", "source: carbon-aware-sdk\nurl: http://x\ndata_dir: /d\n", "^src.yaml: data_dir: not used by source carbon-aware-sdk"},
+    {"a live source needs a url", "source: carbon-aware-sdk\n", "^src.yaml: url: required for source carbon-aware-sdk"},
+    {"a url without http(s) is refused", "source: carbon-aware-sdk\nurl: ftp://x\n", "^src.yaml: url: must be http\\(s\\)://"},
+    {"a url without a host is refused", "source: carbon-aware-sdk\nurl: http://\n", "^src.yaml: url: must be http\\(s\\)://"},
+    {"electricitymaps needs an api_key_file", "source: electricitymaps\nurl: https://api.electricitymap.org\n", "^src.yaml: api_key_file: required for source electricitymaps"},
+    {"electricitymaps' key file must exist", "source: electricitymaps\nurl: https://e\napi_key_file: /nonexistent/key\n", "^src.yaml: api_key_file: '/nonexistent/key': cannot read"},
+    {"the top level must be a map", "- source: file\n", "^src.yaml: expected a map at the top level"},
+    {"source must be a string", "source: [file]\n", "^src.yaml: source: expected a string"},
+};
+
+class BadCarbonSource : public ::testing::TestWithParam<BadSource> {};
+
+TEST_P(BadCarbonSource, IsRefusedNamingTheField) {
+  const BadSource& c = GetParam();
+  try {
+    parse_carbon_source_yaml(c.yaml, "src.yaml");
+    FAIL() << "accepted:\n" << c.yaml;
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(std::regex_search(e.what(), std::regex(c.error))) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BadCarbonSource, ::testing::ValuesIn(kBadSources),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(CarbonSourceFile, ElectricityMapsKeyIsReadTrimmedAndAnEmptyOneRefused) {
+  gstest::TempDir dir;
+  write(dir.file("key"), "  secret-key-123\n");
+  auto c = parse_carbon_source_yaml("source: electricitymaps\nurl: https://e.example\napi_key_file: " + dir.file("key") +
+                                        "\nrefresh_seconds: 600\nforecast_horizon_hours: 24\nmax_stale_seconds: 60\n",
+                                    "src.yaml");
+  EXPECT_EQ(c.source, "electricitymaps");
+  EXPECT_EQ(c.api_key, "secret-key-123");
+  EXPECT_EQ(c.refresh_seconds, 600);
+  EXPECT_EQ(c.forecast_horizon_hours, 24);
+  EXPECT_EQ(c.max_stale_seconds, 60);
+  write(dir.file("empty"), "\n");
+  EXPECT_THROW(
+      {
+        try {
+          parse_carbon_source_yaml("source: electricitymaps\nurl: https://e\napi_key_file: " + dir.file("empty"), "s");
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find("api_key_file: '" + dir.file("empty") + "' is empty"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      std::runtime_error);
+  // The Carbon Aware SDK needs no key: a key file that is not there is fine.
+  auto sdk = parse_carbon_source_yaml("source: carbon-aware-sdk\nurl: http://sdk:8080\napi_key_file: /nonexistent/k\n", "s");
+  EXPECT_EQ(sdk.api_key, "");
+}
+
+TEST(CarbonSourceFile, FileSourceReplaysTheShippedDataAndNamesAnUnknownZone) {
+  auto c = parse_carbon_source_yaml("source: file\ndata_dir: \"\"\n", "src.yaml");
+  auto src = make_intensity_source(c);
+  ASSERT_NE(src, nullptr);
+  const int64_t now = 1767225600000 + 5 * 3600 * 1000 + 1234;  // 2026-01-01T05:00:01.234Z
+  auto pts = src->forecast("DE", now, 48);
+  ASSERT_EQ(pts.size(), 49u);
+  EXPECT_EQ(pts.front().time_ms, 1767225600000 + 5 * 3600 * 1000);
+  // The same hour of the shipped year: the built-in replay gives the same values.
+  auto builtin = make_carbon_intensity_source()->forecast("DE", now, 48);
+  for (size_t i = 0; i < pts.size(); ++i) EXPECT_EQ(pts[i].gco2_per_kwh, builtin[i].gco2_per_kwh) << i;
+  EXPECT_THROW(src->forecast("ATLANTIS", now, 1), std::exception);
+  // A data_dir that does not hold the data is named.
+  auto bad = parse_carbon_source_yaml("source: file\ndata_dir: /nonexistent/carbon\n", "src.yaml");
+  try {
+    make_intensity_source(bad);
+    FAIL() << "accepted a missing data_dir";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("src.yaml: data_dir: /nonexistent/carbon"), std::string::npos) << e.what();
+  }
+}
+
+// --- hardware file ---------------------------------------------------------
+
+struct BadHardware {
+  const char* sentence;
+  const char* yaml;
+  const char* error;
+};
+
+const BadHardware kBadHardware[] = {
+    {"a region not in the regions file is named", "regions:\n  FR: h100-sxm-8\n", "^hw.yaml: regions.FR: no such region in the regions file \\(regions: DE, GB\\)"},
+    {"an unknown profile lists the known ones", "regions:\n  DE: h900\n", "^hw.yaml: regions.DE: unknown hardware profile 'h900' \\(known: .*h100-sxm-8.*cpu-2s"},
+    {"an unknown top-level key is named", "regions: {}\nextra: 1\n", "^hw.yaml: unknown key 'extra'"},
+    {"regions must be a map", "regions: [DE]\n", "^hw.yaml: regions: required \\(a map"},
+    {"regions is required", "{}\n", "^hw.yaml: regions: required"},
+    {"a profile must be a string", "regions:\n  DE: [h100-sxm-8]\n", "^hw.yaml: regions.DE: expected a string"},
+};
+
+class BadHardwareFile : public ::testing::TestWithParam<BadHardware> {};
+
+TEST_P(BadHardwareFile, IsRefusedNamingTheField) {
+  const BadHardware& c = GetParam();
+  auto regions = parse_regions_yaml("regions:\n  - {name: DE}\n  - {name: GB}\n", "r.yaml");
+  try {
+    apply_hardware_yaml(c.yaml, "hw.yaml", regions);
+    FAIL() << "accepted:\n" << c.yaml;
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(std::regex_search(e.what(), std::regex(c.error))) << e.what();
+  }
+  EXPECT_EQ(regions[0].hardware, "");  // all or nothing
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BadHardwareFile, ::testing::ValuesIn(kBadHardware),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(HardwareFile, SetsEachRegionsProfile) {
+  auto regions = parse_regions_yaml("regions:\n  - {name: DE}\n  - {name: GB}\n", "r.yaml");
+  apply_hardware_yaml("regions:\n  \"GB\": \"h200-sxm-8\"\n", "hw.yaml", regions);
+  EXPECT_EQ(regions[0].hardware, "");
+  EXPECT_EQ(regions[1].hardware, "h200-sxm-8");
+}
+
+TEST(HardwareFile, TheRegionsProfileAddsItsServersEmbodiedGramsToThePlacement) {
+  // One region, flat 100 g/kWh; a 2-node job for 2 h at 300 W per node.
+  auto regions = parse_regions_yaml("regions:\n  - {name: GB, nodes: 4, intensity: 100}\n", "r.yaml");
+  PlacementRequest req;
+  req.job_id = "j";
+  req.allowed = {"GB"};
+  req.home_region = "GB";
+  req.nodes = 2;
+  req.duration_s = 7200;
+  req.power_watts = 300;
+  const int64_t now = 1767225600000;
+  auto placer = make_carbon_placer();
+  auto without = placer->place(req, snapshot_regions(regions, {}, now, 48), now);
+  apply_hardware_yaml("regions:\n  \"GB\": \"h200-sxm-8\"\n", "hw.yaml", regions);
+  auto with = placer->place(req, snapshot_regions(regions, {}, now, 48), now);
+  ASSERT_EQ(without.region, "GB");
+  ASSERT_EQ(with.region, "GB");
+  // Operational: 2 x 300 W x 2 h x 100 g/kWh = 120 g (PUE 1), in both.
+  EXPECT_NEAR(without.expected_grams, 120.0, 1e-6);
+  // Embodied (SCI M): a node is one server of the profile, reserved 2 h.
+  const auto& hw = carbon::hardware_profile("h200-sxm-8");
+  const double m = 2 * 2.0 * hw.embodied_kg_per_server * 1000 / (hw.lifetime_years * 8760);
+  EXPECT_GT(m, 0);
+  EXPECT_NEAR(with.expected_grams - without.expected_grams, m, 1e-6) << with.explanation;
+}
+
+// --- snapshots and the forecast gauge -----------------------------------------
+
+class FailingSource : public IntensitySource {
+ public:
+  std::vector<ForecastPoint> forecast(const std::string& zone, int64_t, int) const override {
+    throw std::runtime_error("zone " + zone + ": connection refused");
+  }
+};
+
+TEST(Snapshot, AZoneWithoutDataHasNoIntensityAndTakesNoJob) {
+  auto regions = parse_regions_yaml("regions:\n  - {name: live, zone: westeurope, nodes: 4}\n  - {name: flat, nodes: 2, intensity: 90}\n", "r");
+  FailingSource src;
+  auto snaps = snapshot_regions(regions, {}, 1767225600000, 48, &src);
+  ASSERT_EQ(snaps.size(), 2u);
+  EXPECT_TRUE(std::isnan(snaps[0].intensity_now));
+  EXPECT_TRUE(snaps[0].forecast.empty());
+  EXPECT_EQ(snaps[0].free_nodes, 0);
+  EXPECT_EQ(snaps[0].capacity_nodes, 4);
+  EXPECT_EQ(snaps[1].intensity_now, 90);
+  EXPECT_EQ(snaps[1].free_nodes, 2);
+}
+
+TEST(Metrics, ForecastGaugeTakesTheValueInForceAtEachHorizon) {
+  RegionSnapshot r;
+  r.name = "DE";
+  r.intensity_now = 300;
+  const int64_t h0 = 1767225600000, H = 3600 * 1000;
+  for (int h = 0; h <= 10; ++h) r.forecast.push_back({h0 + h * H, 300.0 + h});
+  Metrics m;
+  m.set_region_intensities({r}, h0 + 30 * 60 * 1000);
+  const std::string text = m.render();
+  EXPECT_NE(text.find("greenshard_region_intensity_forecast_gco2_per_kwh{horizon=\"1h\",region=\"DE\"} 301"), std::string::npos) << text;
+  EXPECT_NE(text.find("greenshard_region_intensity_forecast_gco2_per_kwh{horizon=\"6h\",region=\"DE\"} 306"), std::string::npos) << text;
+  // Beyond the forecast (last point + 1 h): no value.
+  EXPECT_NE(text.find("greenshard_region_intensity_forecast_gco2_per_kwh{horizon=\"24h\",region=\"DE\"} Nan"), std::string::npos) << text;
+  EXPECT_NE(text.find("greenshard_region_intensity_gco2_per_kwh{region=\"DE\"} 300"), std::string::npos) << text;
+  // The render hook runs before every render.
+  int calls = 0;
+  m.on_render([&] { ++calls; m.set_intensity("GB", 42); });
+  const std::string again = m.render();
+  EXPECT_EQ(calls, 1);
+  EXPECT_NE(again.find("greenshard_region_intensity_gco2_per_kwh{region=\"GB\"} 42"), std::string::npos) << again;
+}
+
+// --- the Helm chart's rendered files through the real parsers ---------------
+
+std::string b64decode(const std::string& in) {
+  static const std::string abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -8;
+  for (char c : in) {
+    if (c == '=') break;
+    auto p = abc.find(c);
+    if (p == std::string::npos) continue;
+    val = (val << 6) + int(p);
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(char((val >> bits) & 0xff));
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+  return s;
+}
+
+struct Rendered {
+  std::map<std::string, std::string> config;   // ConfigMap data of the controller's config
+  std::map<std::string, std::string> secret;   // decoded Secret data ({} when not rendered)
+  std::map<std::string, std::string> env;      // controller container env (value only)
+  std::vector<std::string> secret_items;       // keys the Deployment mounts from the Secret
+};
+
+Rendered helm_template(const std::string& values_file) {
+  std::vector<std::string> argv = {HELM_BIN, "template", "gs", CHART_DIR, "--namespace", "greenshard"};
+  if (!values_file.empty()) {
+    argv.push_back("-f");
+    argv.push_back(values_file);
+  }
+  auto r = gstest::run_process(argv, {{"HOME", ::getenv("HOME") ? ::getenv("HOME") : "/tmp"}}, std::chrono::seconds(120));
+  if (r.exit_code != 0) throw std::runtime_error("helm template failed:\n" + r.output);
+  Rendered out;
+  for (const YAML::Node& doc : YAML::LoadAll(r.output)) {
+    if (!doc.IsMap() || !doc["kind"]) continue;
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "ConfigMap" && doc["data"] && doc["data"]["regions.yaml"])
+      for (const auto& kv : doc["data"]) out.config[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    if (kind == "Secret" && doc["data"])
+      for (const auto& kv : doc["data"]) out.secret[kv.first.as<std::string>()] = b64decode(kv.second.as<std::string>());
+    if (kind == "Deployment")
+      for (const auto& e : doc["spec"]["template"]["spec"]["containers"][0]["env"])
+        if (e["value"]) out.env[e["name"].as<std::string>()] = e["value"].as<std::string>();
+    if (kind == "Deployment")
+      for (const auto& v : doc["spec"]["template"]["spec"]["volumes"])
+        if (v["name"].as<std::string>() == "secrets" && v["secret"]["items"])
+          for (const auto& it : v["secret"]["items"]) out.secret_items.push_back(it["key"].as<std::string>());
+  }
+  return out;
+}
+
+struct ChartCase {
+  const char* sentence;
+  const char* values;          // file under the chart, "" = the defaults
+  size_t regions;
+  const char* source;
+  std::vector<std::pair<std::string, std::string>> hardware;  // region -> profile
+};
+
+class ChartFiles : public ::testing::TestWithParam<ChartCase> {};
+
+TEST_P(ChartFiles, ParseWithTheControllersParsers) {
+  const ChartCase& c = GetParam();
+  ASSERT_TRUE(std::filesystem::exists(HELM_BIN)) << HELM_BIN << ": run scripts/install_helm.sh";
+  const std::string values = *c.values ? std::string(CHART_DIR) + "/" + c.values : "";
+  Rendered r = helm_template(values);
+  gstest::TempDir dir;
+  // The mounts of the Deployment (/etc/greenshard/{config,secrets,clusters})
+  // materialised under the temp dir.
+  const std::string cfg = dir.file("config"), sec = dir.file("secrets"), clusters = dir.file("clusters");
+  auto remap = [&](const std::string& s) {
+    return replace_all(replace_all(replace_all(s, "/etc/greenshard/config", cfg), "/etc/greenshard/secrets", sec),
+                       "/etc/greenshard/clusters", clusters);
+  };
+  for (const auto& [k, v] : r.config) write(cfg + "/" + k, remap(v));
+  for (const auto& [k, v] : r.secret) write(sec + "/" + k, v);
+  // What the cluster provides: the service account, and the kubeconfig
+  // Secret the values name (not rendered by the chart).
+  const std::string sa = dir.file("serviceaccount");
+  write(sa + "/token", "sa-token\n");
+  write(sa + "/namespace", "greenshard\n");
+  {  // the cluster's CA: a real certificate (real openssl)
+    auto gen = gstest::run_process({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                                    dir.file("ca.key"), "-out", sa + "/ca.crt", "-days", "1", "-subj", "/CN=kube-ca"},
+                                   {}, std::chrono::seconds(60));
+    ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  }
+  ::setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  ::setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  write(clusters + "/us-west/kubeconfig",
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+        "clusters:\n- name: k\n  cluster: {server: 'https://us-west.example:6443'}\nusers:\n- name: u\n  user: {token: t}\n");
+
+  // The Deployment points the controller's variables at these files.
+  for (auto [var, key] : {std::pair{"GREENSHARD_REGIONS_FILE", "regions.yaml"},
+                          std::pair{"GREENSHARD_HARDWARE_FILE", "hardware.yaml"},
+                          std::pair{"GREENSHARD_CARBON_SOURCE_FILE", "carbon-source.yaml"}}) {
+    ASSERT_TRUE(r.env.count(var)) << var << " not set by the Deployment";
+    EXPECT_EQ(r.env[var], std::string("/etc/greenshard/config/") + key);
+    ASSERT_TRUE(r.config.count(key)) << key << " not in the ConfigMap";
+  }
+  ASSERT_TRUE(r.env.count("GREENSHARD_TOKENS_FILE"));
+
+  RegionsFileOptions ro;
+  ro.service_account_dir = sa;
+  auto regions = load_regions_file(cfg + "/regions.yaml", ro);
+  ASSERT_EQ(regions.size(), c.regions);
+  load_hardware_file(cfg + "/hardware.yaml", regions);
+  for (const auto& [name, profile] : c.hardware) {
+    auto it = std::find_if(regions.begin(), regions.end(), [&](const RegionConfig& x) { return x.name == name; });
+    ASSERT_NE(it, regions.end()) << name;
+    EXPECT_EQ(it->hardware, profile) << name;
+  }
+  for (const auto& reg : regions) EXPECT_FALSE(reg.hardware.empty()) << reg.name << " has no hardware profile";
+  CarbonSourceConfig cs = load_carbon_source_file(cfg + "/carbon-source.yaml");
+  EXPECT_EQ(cs.source, c.source);
+  auto src = make_intensity_source(cs);
+  ASSERT_NE(src, nullptr);
+  if (cs.source == "file") {
+    // Every zone of the rendered regions is in the data.
+    for (const auto& reg : regions)
+      if (!reg.zone.empty()) EXPECT_EQ(src->forecast(reg.zone, 1767225600000, 48).size(), 49u) << reg.zone;
+  }
+  if (cs.source == "electricitymaps") {
+    EXPECT_EQ(cs.api_key, "ci-placeholder-not-a-real-key");  // from the rendered Secret
+    EXPECT_EQ(cs.url, "https://api.electricitymap.org");
+  }
+  if (cs.source == "carbon-aware-sdk") {
+    EXPECT_EQ(cs.url, "http://carbon-aware-sdk.carbon.svc:8080");
+    EXPECT_TRUE(cs.api_key_file.empty()) << cs.api_key_file;
+  }
+  if (r.secret.count("tokens")) {
+    EXPECT_NO_THROW(Auth::load_file(sec + "/tokens"));
+  }
+  // Every key the pod mounts from the rendered Secret is in it (a missing
+  // key keeps the pod from starting).
+  if (!r.secret.empty())
+    for (const auto& key : r.secret_items) EXPECT_TRUE(r.secret.count(key)) << "mounted Secret key '" << key << "' is not rendered";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Helm, ChartFiles,
+    ::testing::Values(
+        ChartCase{"the default values", "", 1, "file", {{"in-cluster", "h100-sxm-8"}}},
+        ChartCase{"the multi-region GPU values", "ci/multi-region-gpu-values.yaml", 3, "electricitymaps",
+                  {{"eu-central", "h100-sxm-8"}, {"eu-north", "h200-sxm-8"}, {"us-west", "a100-sxm-8"}}},
+        ChartCase{"a Carbon Aware SDK in the cluster", "ci/carbon-aware-sdk-values.yaml", 1, "carbon-aware-sdk",
+                  {{"in-cluster", "h100-sxm-8"}}}),
+    [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+// --- a real controller on a Carbon Aware SDK source on loopback --------------
+
+// The SDK's WebAPI (carbon/carbon_aware_sdk_provider.h): "now" is 900 at the
+// hour of the request; the forecast for unix hour H is 100 + H % 97.
+double forecast_for_hour(int64_t unix_hour) { return 100.0 + double(unix_hour % 97); }
+
+class FakeCarbonAwareSdk {
+ public:
+  FakeCarbonAwareSdk() {
+    server_.Get("/emissions/bylocations", [this](const httplib::Request& req, httplib::Response& res) {
+      if (failing()) return fail(res);
+      const auto to = parse_rfc3339(req.get_param_value("toTime"));
+      if (!to) { res.status = 400; return; }
+      const int64_t h = *to / 1000 / 3600 * 3600;
+      json pts = json::array({{{"location", req.get_param_value("location")},
+                               {"time", format_rfc3339(h * 1000)}, {"rating", 900.0}, {"duration", "01:00:00"}}});
+      res.set_content(pts.dump(), "application/json");
+    });
+    server_.Get("/emissions/forecasts/current", [this](const httplib::Request& req, httplib::Response& res) {
+      if (failing()) return fail(res);
+      const auto from = parse_rfc3339(req.get_param_value("dataStartAt"));
+      const auto to = parse_rfc3339(req.get_param_value("dataEndAt"));
+      if (!from || !to) { res.status = 400; return; }
+      json data = json::array();
+      for (int64_t h = *from / 1000 / 3600; h * 3600 * 1000 < *to; ++h)
+        data.push_back({{"location", req.get_param_value("location")}, {"timestamp", format_rfc3339(h * 3600 * 1000)},
+                        {"duration", 60}, {"value", forecast_for_hour(h)}});
+      json body = json::array({{{"generatedAt", format_rfc3339(*from)}, {"location", req.get_param_value("location")},
+                                {"optimalDataPoints", json::array()}, {"forecastData", data}}});
+      res.set_content(body.dump(), "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeCarbonAwareSdk() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void set_failing(bool f) {
+    std::lock_guard<std::mutex> l(mu_);
+    failing_ = f;
+  }
+
+ private:
+  bool failing() {
+    std::lock_guard<std::mutex> l(mu_);
+    return failing_;
+  }
+  static void fail(httplib::Response& res) {
+    res.status = 503;
+    res.set_content("{\"error\":\"down\"}", "application/json");
+  }
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  bool failing_ = false;
+};
+
+const char* kToken = "config-test-token-0001";
+
+struct ControllerEnv {
+  gstest::TempDir dir;
+  std::string tokens = dir.file("tokens"), regions = dir.file("regions.yaml"), source = dir.file("carbon-source.yaml"),
+              hardware = dir.file("hardware.yaml");
+  ControllerEnv(const std::string& source_yaml) {
+    write(tokens, std::string(kToken) + ",team-a,user\n");
+    write(regions, "regions:\n  - {name: westeu, zone: westeurope, nodes: 2, pue: 1.1}\n  - {name: flat, nodes: 1, intensity: 250}\n");
+    write(source, source_yaml);
+    write(hardware, "regions:\n  westeu: h100-sxm-8\n");
+  }
+  // The files through the chart's environment variables, not flags.
+  std::map<std::string, std::string> env() const {
+    return {{"GREENSHARD_TOKENS_FILE", tokens}, {"GREENSHARD_REGIONS_FILE", regions},
+            {"GREENSHARD_CARBON_SOURCE_FILE", source}, {"GREENSHARD_HARDWARE_FILE", hardware}};
+  }
+  std::unique_ptr<ctltest::ControllerProcess> start() {
+    for (const auto& [k, v] : env()) ::setenv(k.c_str(), v.c_str(), 1);
+    auto p = std::make_unique<ctltest::ControllerProcess>(
+        CONTROLLER_BIN, std::vector<std::string>{"--port", "0", "--data-dir", dir.file("data"), "--cycle-ms", "50"},
+        dir.file("controller.log"), dir.file("port"));
+    for (const auto& [k, v] : env()) ::unsetenv(k.c_str());
+    return p;
+  }
+};
+
+json get_json(int port, const std::string& path) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(10, 0);
+  auto res = cli.Get(path, {{"Authorization", std::string("Bearer ") + kToken}});
+  if (!res) throw std::runtime_error("GET " + path + ": no answer");
+  if (res->status != 200) throw std::runtime_error("GET " + path + ": " + std::to_string(res->status) + " " + res->body);
+  return json::parse(res->body);
+}
+
+std::string get_text(int port, const std::string& path, int* status = nullptr) {
+  httplib::Client cli("127.0.0.1", port);
+  auto res = cli.Get(path);
+  if (status) *status = res ? res->status : -1;
+  return res ? res->body : "";
+}
+
+void wait_ready(int port) {
+  int st = 0;
+  for (int i = 0; i < 1000 && st != 200; ++i) {
+    get_text(port, "/readyz", &st);
+    if (st != 200) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(st, 200) << "/readyz";
+}
+
+const json& region(const json& regions, const std::string& name) {
+  for (const auto& r : regions["items"])
+    if (r["name"] == name) return r;
+  throw std::runtime_error("no region " + name + " in " + regions.dump());
+}
+
+double metric(const std::string& text, const std::string& series) {
+  auto p = text.find(series + " ");
+  if (p == std::string::npos) throw std::runtime_error("no " + series + " in\n" + text);
+  return std::stod(text.substr(p + series.size() + 1));
+}
+
+int64_t unix_hour_now() { return std::chrono::duration_cast<std::chrono::hours>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+TEST(ControllerCarbonSource, CarbonAwareSdkOnLoopbackDrivesRegionsIntensityAndTheForecastGauge) {
+  FakeCarbonAwareSdk sdk;
+  ControllerEnv env("source: carbon-aware-sdk\nurl: " + sdk.url() + "\nrefresh_seconds: 300\nforecast_horizon_hours: 48\n");
+  auto ctl = env.start();
+  const int port = ctl->port();
+  wait_ready(port);
+  const int64_t before = unix_hour_now();
+  json regions = get_json(port, "/v1/regions");
+  const std::string metrics = get_text(port, "/metrics");
+  const int64_t after = unix_hour_now();
+  const json& w = region(regions, "westeu");
+  EXPECT_EQ(w["intensity_gco2_per_kwh"], 900.0) << w.dump();
+  ASSERT_EQ(w["forecast"].size(), 48u) << w.dump();  // the hour now + 47 forecast hours (48 h asked)
+  EXPECT_EQ(w["forecast"][0]["gco2_per_kwh"], 900.0);
+  for (size_t i = 1; i < w["forecast"].size(); ++i) {
+    auto t = parse_rfc3339(w["forecast"][i]["time"].get<std::string>());
+    ASSERT_TRUE(t);
+    EXPECT_EQ(w["forecast"][i]["gco2_per_kwh"].get<double>(), forecast_for_hour(*t / 3600000)) << i;
+  }
+  EXPECT_EQ(w["free_nodes"], 2);
+  EXPECT_EQ(region(regions, "flat")["intensity_gco2_per_kwh"], 250.0);
+  // The gauges (the hour may have turned between the two reads of the clock).
+  EXPECT_EQ(metric(metrics, "greenshard_region_intensity_gco2_per_kwh{region=\"westeu\"}"), 900.0);
+  for (int h : {1, 6, 24}) {
+    const double v = metric(metrics, "greenshard_region_intensity_forecast_gco2_per_kwh{horizon=\"" +
+                                         std::to_string(h) + "h\",region=\"westeu\"}");
+    EXPECT_TRUE(v == forecast_for_hour(before + h) || v == forecast_for_hour(after + h)) << h << "h: " << v;
+    EXPECT_EQ(metric(metrics, "greenshard_region_intensity_forecast_gco2_per_kwh{horizon=\"" + std::to_string(h) +
+                                  "h\",region=\"flat\"}"),
+              250.0);
+  }
+}
+
+TEST(ControllerCarbonSource, AnSdkThatIsDownAtStartLeavesTheRegionWithoutIntensityUntilItAnswers) {
+  FakeCarbonAwareSdk sdk;
+  sdk.set_failing(true);
+  // refresh_seconds 10: a zone without data is retried every 10 s.
+  ControllerEnv env("source: carbon-aware-sdk\nurl: " + sdk.url() + "\nrefresh_seconds: 10\n");
+  auto ctl = env.start();
+  const int port = ctl->port();
+  wait_ready(port);
+  json w = region(get_json(port, "/v1/regions"), "westeu");
+  EXPECT_TRUE(w["intensity_gco2_per_kwh"].is_null()) << w.dump();
+  EXPECT_EQ(w["free_nodes"], 0);
+  EXPECT_TRUE(w["forecast"].empty());
+  sdk.set_failing(false);
+  for (int i = 0; i < 300 && !w["intensity_gco2_per_kwh"].is_number(); ++i) {  // <= 30 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    w = region(get_json(port, "/v1/regions"), "westeu");
+  }
+  EXPECT_EQ(w["intensity_gco2_per_kwh"], 900.0) << w.dump();
+  EXPECT_EQ(w["free_nodes"], 2);
+  EXPECT_NE(ctl->log().find("zone westeurope"), std::string::npos) << ctl->log();
+}
+
+struct BadStart {
+  const char* sentence;
+  std::string source;     // carbon source file ("" = leave the good one)
+  std::string hardware;   // hardware file ("" = leave the good one)
+  const char* message;    // in the output, after the file's path
+};
+
+TEST(ControllerCarbonSource, BadFilesAreANonZeroExitNamingFileAndField) {
+  const BadStart cases[] = {
+      {"an unknown carbon source", "source: watttime\n", "", "carbon-source.yaml: source: must be file"},
+      {"a refresh below 10 s", "source: file\nrefresh_seconds: 1\n", "", "carbon-source.yaml: refresh_seconds: must be in [10, 86400]"},
+      {"a file source with an unknown zone", "source: file\n", "", "regions.yaml: regions[0].zone: "},
+      {"a hardware region that does not exist", "source: file\n", "regions:\n  nowhere: cpu-2s\n", "hardware.yaml: regions.nowhere: no such region"},
+      {"an unknown hardware profile", "source: file\n", "regions:\n  flat: tpu-v9\n", "hardware.yaml: regions.flat: unknown hardware profile 'tpu-v9'"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.sentence);
+    ControllerEnv env(c.source);
+    if (!c.hardware.empty()) write(env.hardware, c.hardware);
+    std::map<std::string, std::string> e = env.env();
+    e["HOME"] = "/nonexistent";
+    auto r = gstest::run_process({CONTROLLER_BIN, "--port", "0", "--data-dir", env.dir.file("data")}, e,
+                                 std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << r.output;
+  }
+}
+
+TEST(ControllerCarbonSource, FlagsNameTheChartsVariables) {
+  auto r = gstest::run_process({CONTROLLER_BIN, "--help"}, {}, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* v : {"GREENSHARD_CARBON_SOURCE_FILE", "GREENSHARD_HARDWARE_FILE", "GREENSHARD_REGIONS_FILE",
+                        "GREENSHARD_TOKENS_FILE"})
+    EXPECT_NE(r.output.find(v), std::string::npos) << v << "\n" << r.output;
+}
+
+}  // namespace
