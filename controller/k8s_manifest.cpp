@@ -11,42 +11,13 @@
 #include <sstream>
 
 #include "controller/executor_k8s.h"
+#include "controller/yaml_json.h"
 
 namespace controller {
 
 using json = nlohmann::json;
 
 namespace {
-
-json yaml_to_json(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Sequence: {
-      json a = json::array();
-      for (const auto& x : n) a.push_back(yaml_to_json(x));
-      return a;
-    }
-    case YAML::NodeType::Map: {
-      json o = json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
-      return o;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string s = n.Scalar();
-      if (n.Tag() == "!") return s;  // quoted: a string
-      if (s == "true" || s == "True") return true;
-      if (s == "false" || s == "False") return false;
-      if (s == "null" || s == "~") return nullptr;
-      char* end = nullptr;
-      errno = 0;
-      long long i = std::strtoll(s.c_str(), &end, 10);
-      if (!s.empty() && *end == '\0' && errno == 0) return i;
-      double d = std::strtod(s.c_str(), &end);
-      if (!s.empty() && *end == '\0' && std::isfinite(d)) return d;
-      return s;
-    }
-    default: return nullptr;
-  }
-}
 
 struct Bad : std::runtime_error {
   using std::runtime_error::runtime_error;
