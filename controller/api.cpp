@@ -1,10 +1,15 @@
 #include "controller/api.h"
 
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <mutex>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -444,9 +449,41 @@ ApiServer::ApiServer(Registry& registry, Scheduler& scheduler, const Auth& auth,
     : impl_(std::make_unique<Impl>(registry, scheduler, auth, metrics, std::move(options))) {}
 ApiServer::~ApiServer() { stop(); }
 
+namespace {
+
+// Debian's cpp-httplib is a compiled library that listens with a backlog of
+// 5 (CPPHTTPLIB_LISTEN_BACKLOG is baked into the .so): clients connecting at
+// once beyond that overflow the accept queue, their handshake is dropped and
+// retried after ~1 s, and some first requests fail. listen() on a socket
+// that already listens only changes its backlog, so find the server's
+// listening socket (this process's, bound to `port`) and raise it.
+void raise_listen_backlog(int port, int backlog) {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long fd = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || fd == ::dirfd(d)) continue;
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    if (::getsockopt(int(fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof(addr);
+    if (::getsockname(int(fd), reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int p = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+            : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                         : -1;
+    if (p == port) ::listen(int(fd), backlog);
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
 int ApiServer::bind(const std::string& host, int port) {
   int bound = port == 0 ? impl_->svr->bind_to_any_port(host) : (impl_->svr->bind_to_port(host, port) ? port : -1);
   if (bound <= 0) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
+  raise_listen_backlog(bound, 1024);
   return bound;
 }
 

@@ -9,7 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
-  python3 bible-kjv clang curl chromium
+  python3 bible-kjv clang curl chromium iproute2
 )
 # npm: Debian's, unless a Node.js with its own npm is installed already.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <set>
+#include <sstream>
 
 #include "controller/openapi.h"
 #include "fixture.h"
@@ -469,4 +470,45 @@ TEST(ControllerApi, GetJobShowsItsDecisionHistoryBoundedAndAsDocumented) {
     ASSERT_EQ(j["decisions"].size(), 1u) << j.dump(1);
     EXPECT_EQ(j["decisions"][0]["outcome"], "admitted");
   });
+}
+
+TEST(ControllerApi, ManyClientsConnectingAtOnceAreAllServed) {
+  // 64 clients open their connections at the same moment (Debian's
+  // cpp-httplib listens with a backlog of 5; the controller raises it):
+  // every first request gets its answer, none sees the connection dropped.
+  Controller c;
+  constexpr int kClients = 64;
+  std::atomic<int> ready{0}, ok{0};
+  std::mutex mu;
+  std::vector<std::string> errors;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kClients; ++i)
+    ts.emplace_back([&] {
+      httplib::Client cli("127.0.0.1", c.port);  // cpp-httplib's default timeouts
+      cli.set_keep_alive(true);
+      ++ready;
+      while (ready.load() < kClients) std::this_thread::yield();
+      for (int k = 0; k < 2; ++k) {
+        auto r = cli.Get("/healthz");
+        if (r && r->status == 200) {
+          ++ok;
+        } else {
+          std::lock_guard<std::mutex> l(mu);
+          errors.push_back(r ? "HTTP " + std::to_string(r->status) : httplib::to_string(r.error()));
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  // The kernel's view of the listening socket (ss, iproute2): for a LISTEN
+  // socket Send-Q is its backlog.
+  auto ss = gstest::run_process({"/bin/ss", "-Hltn", "sport = :" + std::to_string(c.port)}, {},
+                                std::chrono::seconds(30));
+  ASSERT_EQ(ss.exit_code, 0) << ss.output;
+  std::istringstream line(ss.output);
+  std::string state, recv_q;
+  long backlog = -1;
+  line >> state >> recv_q >> backlog;
+  EXPECT_EQ(state, "LISTEN") << ss.output;
+  EXPECT_GE(backlog, kClients) << ss.output;
+  EXPECT_EQ(ok.load(), 2 * kClients) << errors.size() << " failed; first error: " << (errors.empty() ? "" : errors.front());
 }
