@@ -479,11 +479,14 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
         }
       }
     }
-    // Status every status.interval_s seconds (the first after the first step).
-    status = status_json("running", last_loss, tps, mfu, eta);
-    if (pusher && (!last_push || seconds_since(*last_push) >= cfg.status.interval_s)) {
-      pusher->push(status.dump());
-      last_push = Clock::now();
+    // Status every status.interval_s seconds (the first after the first
+    // step); only rank 0 pushes, so only it keeps the latest payload.
+    if (pusher) {
+      status = status_json("running", last_loss, tps, mfu, eta);
+      if (!last_push || seconds_since(*last_push) >= cfg.status.interval_s) {
+        pusher->push(status.dump());
+        last_push = Clock::now();
+      }
     }
     if (preempt) {
       say(std::string("preempted (signal ") + std::to_string(g_preempt_signal.load()) + " on some rank): saving and stopping");
