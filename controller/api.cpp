@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "controller/base64.h"
 #include "controller/openapi.h"
 #include "controller/status_page.h"
 
@@ -32,43 +33,6 @@ void send_json(httplib::Response& res, int status, const json& body) {
 void send_error(httplib::Response& res, const ApiError& e) {
   send_json(res, e.status, e.to_json());
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
-}
-
-std::string b64url(const std::string& in) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  int val = 0, bits = -6;
-  for (unsigned char c : in) {
-    val = (val << 8) + c;
-    bits += 8;
-    while (bits >= 0) {
-      out.push_back(t[(val >> bits) & 0x3F]);
-      bits -= 6;
-    }
-  }
-  if (bits > -6) out.push_back(t[((val << 8) >> (bits + 8)) & 0x3F]);
-  return out;
-}
-
-std::optional<std::string> unb64url(const std::string& in) {
-  std::string out;
-  int val = 0, bits = -8;
-  for (char c : in) {
-    int d;
-    if (c >= 'A' && c <= 'Z') d = c - 'A';
-    else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') d = c - '0' + 52;
-    else if (c == '-') d = 62;
-    else if (c == '_') d = 63;
-    else return std::nullopt;
-    val = (val << 6) + d;
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(char((val >> bits) & 0xFF));
-      bits -= 8;
-    }
-  }
-  return out;
 }
 
 void only_params(const httplib::Request& req, std::initializer_list<const char*> allowed) {
@@ -126,14 +90,14 @@ json parse_body(const httplib::Request& req) {
 
 std::string encode_continue(int64_t after_seq, const std::string& filter_key) {
   json j{{"v", 1}, {"s", after_seq}, {"f", sha256_hex(filter_key).substr(0, 16)}};
-  return b64url(j.dump());
+  return base64_encode(j.dump(), Base64::kUrl);
 }
 
 int64_t decode_continue(const std::string& token, const std::string& filter_key) {
   auto bad = [](const std::string& why) {
     return ApiError(400, "invalid_parameter", "continue: " + why, "continue");
   };
-  auto raw = unb64url(token);
+  auto raw = base64_decode(token, Base64::kUrl);
   if (!raw) throw bad("not a token issued by this server");
   json j = json::parse(*raw, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("v", 0) != 1 || !j.contains("s") ||

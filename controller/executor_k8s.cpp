@@ -15,6 +15,8 @@
 
 #include "controller/executor_k8s.h"
 
+#include "controller/base64.h"
+
 namespace controller {
 
 using json = nlohmann::json;
@@ -253,37 +255,6 @@ std::string trim(std::string s) {
   return s.substr(b);
 }
 
-// Standard base64 (whitespace ignored, '=' padding); nullopt when malformed.
-std::optional<std::string> base64_decode(const std::string& in) {
-  std::string out;
-  int val = 0, bits = -8, pad = 0;
-  size_t n = 0;
-  for (char c : in) {
-    if (std::isspace(static_cast<unsigned char>(c))) continue;
-    ++n;
-    if (c == '=') {
-      ++pad;
-      continue;
-    }
-    if (pad) return std::nullopt;  // data after padding
-    int d;
-    if (c >= 'A' && c <= 'Z') d = c - 'A';
-    else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') d = c - '0' + 52;
-    else if (c == '+') d = 62;
-    else if (c == '/') d = 63;
-    else return std::nullopt;
-    val = (val << 6) + d;
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(char((val >> bits) & 0xFF));
-      bits -= 8;
-    }
-  }
-  if (n == 0 || n % 4 != 0 || pad > 2) return std::nullopt;
-  return out;
-}
-
 // Number of X.509 certificates in PEM text (0 when none parse).
 int pem_certificates(const std::string& pem) {
   BIO* bio = BIO_new_mem_buf(pem.data(), int(pem.size()));
@@ -376,7 +347,7 @@ KubeClusterConfig parse_kubeconfig(const std::string& text, const std::string& o
     if (cl["certificate-authority"]) k.ca_file = scalar(cl["certificate-authority"], clpath + ".certificate-authority");
     if (cl["certificate-authority-data"]) {
       const std::string f = clpath + ".certificate-authority-data";
-      auto pem = base64_decode(scalar(cl["certificate-authority-data"], f));
+      auto pem = base64_decode(scalar(cl["certificate-authority-data"], f), Base64::kStandard);
       if (!pem) throw std::runtime_error(f + ": not base64");
       if (pem_certificates(*pem) == 0) throw std::runtime_error(f + ": holds no PEM certificate");
       k.ca_file = write_ca(*pem, ca_dir);

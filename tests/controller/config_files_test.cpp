@@ -22,6 +22,7 @@
 #include "common/spawn.h"
 #include "controller/api_types.h"
 #include "controller/auth.h"
+#include "controller/base64.h"
 #include "controller/config_files.h"
 #include "controller/metrics.h"
 #include "controller/placement.h"
@@ -245,21 +246,9 @@ TEST(Metrics, ForecastGaugeTakesTheValueInForceAtEachHorizon) {
 // --- the Helm chart's rendered files through the real parsers ---------------
 
 std::string b64decode(const std::string& in) {
-  static const std::string abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int val = 0, bits = -8;
-  for (char c : in) {
-    if (c == '=') break;
-    auto p = abc.find(c);
-    if (p == std::string::npos) continue;
-    val = (val << 6) + int(p);
-    bits += 6;
-    if (bits >= 0) {
-      out.push_back(char((val >> bits) & 0xff));
-      bits -= 8;
-    }
-  }
-  return out;
+  auto out = base64_decode(in, Base64::kStandard);
+  if (!out) throw std::runtime_error("rendered Secret data is not base64: " + in);
+  return *out;
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {

@@ -24,6 +24,7 @@
 #include <sstream>
 
 #include "common/spawn.h"
+#include "controller/base64.h"
 #include "controller/executor_k8s.h"
 
 using namespace controller;
@@ -637,22 +638,7 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-std::string base64(const std::string& in) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int val = 0, bits = -6;
-  for (unsigned char c : in) {
-    val = (val << 8) + c;
-    bits += 8;
-    while (bits >= 0) {
-      out.push_back(t[(val >> bits) & 0x3F]);
-      bits -= 6;
-    }
-  }
-  if (bits > -6) out.push_back(t[((val << 8) >> (bits + 8)) & 0x3F]);
-  while (out.size() % 4) out.push_back('=');
-  return out;
-}
+std::string base64(const std::string& in) { return controller::base64_encode(in, controller::Base64::kStandard); }
 
 std::string kubeconfig(const std::string& server, const std::string& cluster_extra, const std::string& user) {
   return "apiVersion: v1\nkind: Config\ncurrent-context: gpu\n"
