@@ -112,6 +112,10 @@ JobSpec parse_job_spec(const json& body) {
     s.procs_per_node = int(get_int(body["procs_per_node"], "procs_per_node", 1, 64));
   if (body.contains("gpus_per_node"))
     s.gpus_per_node = int(get_int(body["gpus_per_node"], "gpus_per_node", 0, 16));
+  // The worker puts local rank r on GPU r (worker/device.h): ranks never share one.
+  if (s.gpus_per_node > 0 && s.procs_per_node > s.gpus_per_node)
+    bad("procs_per_node", std::to_string(s.procs_per_node) + " ranks per node but gpus_per_node is " +
+                              std::to_string(s.gpus_per_node) + ": the worker runs one rank per GPU");
   if (!body.contains("regions"))
     throw ApiError(400, "missing_field", "regions: required (allowed regions)", "regions");
   const json& r = body["regions"];

@@ -1,5 +1,6 @@
 // Pure JobSpec -> Kubernetes objects, and the worker defaults file (see
 // executor_k8s.h).
+#include <algorithm>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -358,6 +359,13 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
   add("GREENSHARD_STATUS_URL", g.status_url);
   add("GREENSHARD_STATUS_TOKEN", g.status_token);
   if (!g.intensity_url.empty()) add("GREENSHARD_INTENSITY_URL", g.intensity_url);
+  // A GPU job trains on its GPUs or fails (a CPU-only image, a missing
+  // device plugin): it never falls back to the CPU silently. The chart's
+  // worker env may still choose.
+  const bool env_sets_device = std::any_of(d.env.begin(), d.env.end(), [](const json& e) {
+    return e.is_object() && e.value("name", "") == "GREENSHARD_DEVICE";
+  });
+  if (!env_sets_device) add("GREENSHARD_DEVICE", g.spec.gpus_per_node > 0 ? "cuda" : "cpu");
   for (const auto& e : d.env) env.push_back(e);
 
   json mounts = {{{"name", "job-spec"}, {"mountPath", kJobSpecMount}, {"readOnly", true}},

@@ -142,7 +142,7 @@ json openapi_document() {
         {"image", str},
         {"worker", {{"type", "object"}, {"description", "the worker's job.json (docs/worker-controller.md)"}}},
         {"nodes", {{"type", "integer"}, {"minimum", 1}, {"maximum", 256}, {"default", 1}}},
-        {"procs_per_node", {{"type", "integer"}, {"minimum", 1}, {"maximum", 64}, {"default", 1}}},
+        {"procs_per_node", {{"type", "integer"}, {"minimum", 1}, {"maximum", 64}, {"default", 1}, {"description", "ranks per node; with gpus_per_node > 0 at most gpus_per_node (local rank r uses GPU r)"}}},
         {"gpus_per_node", {{"type", "integer"}, {"minimum", 0}, {"maximum", 16}, {"default", 0}}},
         {"regions", {{"type", "array"}, {"items", str}, {"minItems", 1}, {"maxItems", 64}}},
         {"home_region", str},

@@ -39,6 +39,7 @@ const std::vector<Field>& fields() {
       GS_FIELD("model.context", model.context, "sequence length trained on (block size)"),
       GS_FIELD("model.vocab", model.vocab, "vocabulary size (256 for the byte tokenizer)"),
       GS_FIELD("model.dropout", model.dropout, "dropout in [0, 1)"),
+      GS_FIELD("model.attention", model.attention, "auto (sdpa with LibTorch >= 2, else explicit) | sdpa (LibTorch's scaled-dot-product attention: flash on CUDA) | explicit (matmuls, fp32 softmax)"),
       GS_FIELD("data.train", data.train, "training token file (greenshard-worker prepare)"),
       GS_FIELD("data.val", data.val, "validation token file (optional)"),
       GS_FIELD("data.seed", data.seed, "sampling seed; batches are a function of (seed, step, rank)"),
@@ -56,7 +57,7 @@ const std::vector<Field>& fields() {
       GS_FIELD("schedule.eval_interval", schedule.eval_interval, "steps between validation losses (0 = never)"),
       GS_FIELD("schedule.eval_batches", schedule.eval_batches, "batches per validation loss"),
       GS_FIELD("sharding.strategy", sharding.strategy, "FULL_SHARD | SHARD_GRAD_OP | NO_SHARD | HYBRID_SHARD"),
-      GS_FIELD("sharding.param_dtype", sharding.param_dtype, "float32 | bfloat16 (compute; master shards stay fp32)"),
+      GS_FIELD("sharding.param_dtype", sharding.param_dtype, "auto (bfloat16 on CUDA, float32 on the CPU) | float32 | bfloat16 (compute; master shards and reductions stay fp32)"),
       GS_FIELD("sharding.limit_all_gathers", sharding.limit_all_gathers, "units prefetched ahead (rate limiter)"),
       GS_FIELD("sharding.hybrid_group_size", sharding.hybrid_group_size, "HYBRID_SHARD shard-group size (0 = local world)"),
       GS_FIELD("sharding.activation_checkpointing", sharding.activation_checkpointing, "recompute every block in backward"),
@@ -72,7 +73,7 @@ const std::vector<Field>& fields() {
       GS_FIELD("carbon.gco2_per_kwh", carbon.gco2_per_kwh, "grid intensity (constant); env GREENSHARD_GRID_INTENSITY"),
       GS_FIELD("carbon.intensity_url", carbon.intensity_url, "GET {\"gco2_per_kwh\": x} once a minute; env GREENSHARD_INTENSITY_URL"),
       GS_FIELD("carbon.pue", carbon.pue, "data-centre PUE >= 1; env GREENSHARD_PUE"),
-      GS_FIELD("carbon.hardware", carbon.hardware, "hardware profile for the embodied term (h100-sxm-8, h200-sxm-8, a100-sxm-8, cpu-2s)"),
+      GS_FIELD("carbon.hardware", carbon.hardware, "hardware profile for the embodied term: auto (from the GPU's name, cpu-2s on the CPU), h100-sxm-8, h200-sxm-8, a100-sxm-8, cpu-2s"),
       GS_FIELD("carbon.cpu_tdp_watts", carbon.cpu_tdp_watts, "the host's CPU power at full load, for the modelled estimate when RAPL is unreadable (shared by the local ranks)"),
       GS_FIELD("carbon.resources", carbon.resources, "GPUs (or CPU sockets) each rank reserves"),
       GS_FIELD("log.format", log.format, "text | json (one JSON object per line)"),
@@ -80,7 +81,8 @@ const std::vector<Field>& fields() {
       GS_FIELD("status.url", status.url, "rank 0 POSTs progress here; env GREENSHARD_STATUS_URL"),
       GS_FIELD("status.token", status.token, "bearer token for status.url; env GREENSHARD_STATUS_TOKEN"),
       GS_FIELD("status.interval_s", status.interval_s, "seconds between status pushes"),
-      GS_FIELD("peak_flops", peak_flops, "peak FLOP/s of one rank's device, for MFU"),
+      GS_FIELD("device", device, "auto (CUDA device LOCAL_RANK when the build and the node have GPUs, else cpu) | cpu | cuda; env GREENSHARD_DEVICE"),
+      GS_FIELD("peak_flops", peak_flops, "peak FLOP/s of one rank's device, for MFU (0 = the GPU's dense peak for the compute dtype; 1e12 on the CPU)"),
       GS_FIELD("summary_path", summary_path, "final JSON summary (rank 0); env GREENSHARD_SUMMARY_PATH"),
       GS_FIELD("job_id", job_id, "job label on metrics and logs; env GREENSHARD_JOB_ID"),
       GS_FIELD("export_path", export_path, "consolidated state dict written at the end ('' = none)"),
@@ -217,6 +219,7 @@ void apply_environment(JobConfig& c, const std::map<std::string, std::string>& e
       {"GREENSHARD_PUE", "carbon.pue"},
       {"GREENSHARD_STATUS_URL", "status.url"},
       {"GREENSHARD_STATUS_TOKEN", "status.token"},
+      {"GREENSHARD_DEVICE", "device"},
   };
   for (const auto& [var, path] : kVars) {
     auto it = env.find(var);
@@ -255,8 +258,12 @@ void validate(const JobConfig& c) {
     need(up == "FULL_SHARD" || up == "SHARD_GRAD_OP" || up == "NO_SHARD" || up == "HYBRID_SHARD", "sharding.strategy",
          "must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD, got '" + c.sharding.strategy + "'");
   }
-  need(c.sharding.param_dtype == "float32" || c.sharding.param_dtype == "bfloat16", "sharding.param_dtype",
-       "must be float32 or bfloat16, got '" + c.sharding.param_dtype + "'");
+  need(c.sharding.param_dtype == "auto" || c.sharding.param_dtype == "float32" || c.sharding.param_dtype == "bfloat16",
+       "sharding.param_dtype", "must be auto, float32 or bfloat16, got '" + c.sharding.param_dtype + "'");
+  need(c.model.attention == "auto" || c.model.attention == "sdpa" || c.model.attention == "explicit", "model.attention",
+       "must be auto, sdpa or explicit, got '" + c.model.attention + "'");
+  need(c.device == "auto" || c.device == "cpu" || c.device == "cuda", "device",
+       "must be auto, cpu or cuda, got '" + c.device + "'");
   need(c.sharding.limit_all_gathers >= 1, "sharding.limit_all_gathers", "must be >= 1");
   need(c.sharding.hybrid_group_size >= 0, "sharding.hybrid_group_size", "must be >= 0");
   need(c.sharding.timeout_s > 0, "sharding.timeout_s", "must be > 0");
@@ -266,7 +273,7 @@ void validate(const JobConfig& c) {
   need(c.carbon.gco2_per_kwh >= 0, "carbon.gco2_per_kwh", "must be >= 0");
   need(c.carbon.pue >= 1.0, "carbon.pue", "must be >= 1.0");
   try {
-    carbon::hardware_profile(c.carbon.hardware);
+    if (c.carbon.hardware != "auto") carbon::hardware_profile(c.carbon.hardware);
   } catch (const carbon::CarbonError& e) {
     need(false, "carbon.hardware", e.what());  // "unknown hardware profile 'x' (known: ...)"
   }
@@ -277,7 +284,7 @@ void validate(const JobConfig& c) {
   need(c.export_format == "libtorch" || c.export_format == "torch_save", "export_format",
        "must be libtorch or torch_save, got '" + c.export_format + "'");
   need(c.status.interval_s > 0, "status.interval_s", "must be > 0");
-  need(c.peak_flops > 0, "peak_flops", "must be > 0");
+  need(c.peak_flops >= 0, "peak_flops", "must be >= 0 (0 = from the device)");
   need(!c.job_id.empty() && c.job_id.size() <= 128, "job_id", "must be 1..128 characters");
   if (!c.status.url.empty())
     need(c.status.url.rfind("http://", 0) == 0 || c.status.url.rfind("https://", 0) == 0, "status.url",

@@ -22,6 +22,7 @@ struct JobConfig {
   struct Model {
     int64_t layers = 4, heads = 4, embd = 128, context = 64, vocab = 256;
     double dropout = 0.0;
+    std::string attention = "auto";  // auto | sdpa | explicit (worker/device.h)
   } model;
   struct Data {
     std::string train, val;
@@ -36,7 +37,7 @@ struct JobConfig {
   } schedule;
   struct Sharding {
     std::string strategy = "FULL_SHARD";
-    std::string param_dtype = "float32";
+    std::string param_dtype = "auto";  // auto | float32 | bfloat16 (worker/device.h)
     int64_t limit_all_gathers = 2;
     int64_t hybrid_group_size = 0;
     bool activation_checkpointing = false;
@@ -58,7 +59,7 @@ struct JobConfig {
     double gco2_per_kwh = 400.0;
     std::string intensity_url;   // polled once a minute when set
     double pue = 1.2;
-    std::string hardware = "cpu-2s";
+    std::string hardware = "auto";  // auto (from the device) or a carbon/ profile
     double cpu_tdp_watts = 65.0;  // modelled CPU power when RAPL is unreadable
     double resources = 1.0;       // GPUs (or CPU sockets) reserved per rank
   } carbon;
@@ -70,7 +71,8 @@ struct JobConfig {
     std::string url, token;
     double interval_s = 5.0;
   } status;
-  double peak_flops = 1e12;      // per rank, for MFU
+  std::string device = "auto";   // auto | cpu | cuda (worker/device.h)
+  double peak_flops = 0;         // per rank, for MFU; 0 = from the device
   std::string summary_path;
   std::string job_id = "greenshard";
   std::string export_path;       // consolidated state dict at the end ("" = none)

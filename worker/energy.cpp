@@ -94,6 +94,25 @@ int nvml_device_count() {
   return static_cast<int>(n);
 }
 
+std::string nvml_device_name(int index) {
+  if (index < 0) return "";
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return "";
+  auto init = reinterpret_cast<NvmlRet (*)()>(dlsym(lib, "nvmlInit_v2"));
+  auto shutdown = reinterpret_cast<NvmlRet (*)()>(dlsym(lib, "nvmlShutdown"));
+  auto handle = reinterpret_cast<NvmlRet (*)(unsigned int, void**)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  auto name = reinterpret_cast<NvmlRet (*)(void*, char*, unsigned int)>(dlsym(lib, "nvmlDeviceGetName"));
+  std::string out;
+  if (init && handle && name && init() == 0) {
+    void* dev = nullptr;
+    char buf[96] = {};  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+    if (handle(static_cast<unsigned int>(index), &dev) == 0 && name(dev, buf, sizeof buf) == 0) out = buf;
+    if (shutdown) shutdown();
+  }
+  dlclose(lib);
+  return out;
+}
+
 double EnergyReading::total_joules() const {
   double j = cpu_joules;
   for (const auto& g : gpus) j += g.energy_joules;

@@ -84,6 +84,9 @@ int select_gpu(int local_rank, int nvml_device_count, const char* cuda_visible_d
 // Devices NVML reports (dlopen libnvidia-ml.so.1, nvmlInit, nvmlDeviceGetCount);
 // 0 when the library cannot be loaded or initialised.
 int nvml_device_count();
+// NVML's name of device `index` ("NVIDIA H200"); "" without NVML or for a
+// bad index.
+std::string nvml_device_name(int index);
 
 struct EnergyMeterOptions {
   int gpu_index = -1;             // < 0: no GPU for this rank (select_gpu)

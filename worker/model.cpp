@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Reduction.h>
 #include <torch/utils.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <mutex>
@@ -26,6 +27,42 @@ at::Tensor maybe_dropout(const at::Tensor& x, double p, bool train) {
 }
 
 }  // namespace
+
+const char* to_string(Attention a) { return a == Attention::kSdpa ? "sdpa" : "explicit"; }
+
+Attention parse_attention(const std::string& text, const std::string& field) {
+  if (text == "explicit") return Attention::kExplicit;
+  if (text == "sdpa") return Attention::kSdpa;
+  throw std::invalid_argument(field + ": must be explicit or sdpa, got '" + text + "'");
+}
+
+int torch_major_version() { return TORCH_VERSION_MAJOR; }
+
+Attention default_attention() { return TORCH_VERSION_MAJOR >= 2 ? Attention::kSdpa : Attention::kExplicit; }
+
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout_p,
+                            Attention kind) {
+  if (kind == Attention::kSdpa) {
+#if TORCH_VERSION_MAJOR >= 2
+    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout_p, /*is_causal=*/true);
+#else
+    return std::get<0>(at::_scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout_p,
+                                                         /*need_attn_weights=*/false, /*is_causal=*/true));
+#endif
+  }
+  const int64_t T = q.size(-2), hs = q.size(-1);
+  // (B, nh, T, hs) @ (B, nh, hs, T) -> (B, nh, T, T)
+  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hs)));
+  // (T, T) bool, true above the diagonal: key position > query position
+  at::Tensor future = at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);
+  // (B, nh, T, T), future keys -> -inf
+  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+  // (B, nh, T, T) softmax over keys in fp32, back to the compute dtype
+  att = at::softmax(att, -1, at::kFloat).to(q.scalar_type());
+  att = maybe_dropout(att, dropout_p, dropout_p > 0.0);
+  // (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
+  return at::matmul(att, v);
+}
 
 void validate(const GPTConfig& c) {
   if (c.vocab_size <= 0) bad("vocab_size", "must be positive, got " + std::to_string(c.vocab_size));
@@ -92,7 +129,7 @@ at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) {
 // ---------------------------------------------------------------------------
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GPTConfig& c)
-    : n_head_(c.n_head), n_embd_(c.n_embd), dropout_(c.dropout) {
+    : n_head_(c.n_head), n_embd_(c.n_embd), dropout_(c.dropout), attention_(c.attention) {
   c_attn = register_module("c_attn", torch::nn::Linear(c.n_embd, 3 * c.n_embd));
   c_proj = register_module("c_proj", torch::nn::Linear(c.n_embd, c.n_embd));
 }
@@ -109,17 +146,8 @@ at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
     at::Tensor q = parts[0].view({B, T, nh, hs}).transpose(1, 2);
     at::Tensor k = parts[1].view({B, T, nh, hs}).transpose(1, 2);
     at::Tensor v = parts[2].view({B, T, nh, hs}).transpose(1, 2);
-    // (B, nh, T, hs) @ (B, nh, hs, T) -> (B, nh, T, T)
-    at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hs)));
-    // (T, T) bool, true above the diagonal: key position > query position
-    at::Tensor future = at::ones({T, T}, x.options().dtype(at::kBool)).triu(1);
-    // (B, nh, T, T), future keys -> -inf
-    att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
-    // (B, nh, T, T) softmax over keys in fp32, back to the compute dtype
-    att = at::softmax(att, -1, at::kFloat).to(x.scalar_type());
-    att = maybe_dropout(att, dropout_, is_training());
-    // (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
-    at::Tensor y = at::matmul(att, v);
+    // (B, nh, T, hs) x 3 -> (B, nh, T, hs), causal; dropout only in training
+    at::Tensor y = causal_attention(q, k, v, is_training() ? dropout_ : 0.0, attention_);
     // (B, nh, T, hs) -> (B, T, nh, hs) -> (B, T, C)
     y = y.transpose(1, 2).contiguous().view({B, T, C});
     // (B, T, C) -> (B, T, C)

@@ -19,9 +19,16 @@
 // unit. (Leaf Linear/Embedding/LayerNorm modules cannot be units.) Parameters
 // are read from the submodules at every forward, never cached.
 //
-// Precision: forward works with fp32 or bf16 parameters (CPU, LibTorch 1.13).
-// Attention softmax is computed in fp32 and cast back; loss() always computes
-// the cross-entropy in fp32.
+// Precision: forward works with fp32 or bf16 parameters. Explicit attention
+// computes its softmax in fp32 and casts back; loss() always computes the
+// cross-entropy in fp32.
+//
+// Attention: Attention::kExplicit is matmuls, a causal mask and a softmax
+// (O(T^2) memory). Attention::kSdpa is LibTorch's scaled-dot-product
+// attention: at::scaled_dot_product_attention (LibTorch >= 2.0: flash or
+// memory-efficient kernels on CUDA, O(T) memory) or, on 1.13, its
+// predecessor at::_scaled_dot_product_attention (a math composite). Both
+// compute the same function; with dropout they draw different masks.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -38,6 +45,21 @@
 
 namespace greenshard {
 
+enum class Attention { kExplicit, kSdpa };
+const char* to_string(Attention a);
+// "explicit" | "sdpa"; throws std::invalid_argument naming `field`.
+Attention parse_attention(const std::string& text, const std::string& field = "attention");
+// What "auto" means in this build: kSdpa with LibTorch >= 2.0 (fused
+// kernels), kExplicit on 1.13 (its SDPA is no faster than ours).
+Attention default_attention();
+// LibTorch's major version this was compiled against.
+int torch_major_version();
+
+// Causal self-attention of q, k, v (B, nh, T, hs) -> (B, nh, T, hs), with
+// attention dropout p (0 = none).
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double dropout_p,
+                            Attention kind);
+
 struct GPTConfig {
   int64_t vocab_size = 50257;
   int64_t block_size = 1024;  // maximum context length
@@ -45,6 +67,7 @@ struct GPTConfig {
   int64_t n_head = 12;
   int64_t n_embd = 768;
   double dropout = 0.0;  // attention, residual and embedding dropout (train only)
+  Attention attention = Attention::kExplicit;
 };
 
 // Throws std::invalid_argument naming the offending field ("vocab_size",
@@ -79,6 +102,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   int64_t n_head_;
   int64_t n_embd_;
   double dropout_;
+  Attention attention_;
 };
 TORCH_MODULE(CausalSelfAttention);
 

@@ -1,5 +1,6 @@
 // The training loop of one rank, top to bottom:
-//   0. rendezvous; check the checkpoint directory is writable (all ranks agree)
+//   0. device (CUDA device LOCAL_RANK or the CPU, worker/device.h); rendezvous;
+//      check the checkpoint directory is writable (all ranks agree)
 //   1. data: token files, the sampler (batches are a function of the step)
 //   2. model: GPT built unit by unit (deferred), sharded with shard/
 //   3. optimizer: AdamW over the flat shards; warm-up + cosine schedule
@@ -18,11 +19,14 @@
 #include "shard/host_memory.h"
 #include "shard/rendezvous.h"
 #include "worker/data.h"
+#include "worker/device.h"
+#include "worker/device_facts.h"
 #include "worker/energy.h"
 #include "worker/exporter.h"
 #include "worker/model.h"
 #include "worker/status.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -34,6 +38,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -193,7 +198,20 @@ namespace {
 // controller as a "failed" status. `status` is kept at the latest payload.
 int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPusher* pusher, json& status) {
   const auto t_start = Clock::now();
-  // ---- 0. rendezvous; the checkpoint directory must be writable ----------
+  // ---- 0. device; rendezvous; the checkpoint directory must be writable --
+  // A rank whose device cannot be had fails every rank (agree below).
+  DevicePlan plan;
+  std::string device_error;
+  try {
+    plan = plan_device(cfg, info.local_rank, device_facts(info.local_rank));
+  } catch (const ConfigError& e) {
+    device_error = e.what();
+  }
+  const c10::Device device = plan.cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(plan.index))
+                                       : c10::Device(c10::kCPU);
+  // The current CUDA device for everything after (NCCL communicators,
+  // the caching allocator, the streams).
+  if (plan.cuda) c10::impl::getDeviceGuardImpl(c10::kCUDA)->setDevice(device);
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg.sharding.timeout_s * 1000));
   auto rdzv = shard::Rendezvous::connect(info, shard::CommunicatorOptions{timeout});
   const int rank = info.rank, world = info.world_size;
@@ -201,6 +219,8 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   auto say = [&](const std::string& line) {
     if (lead) std::cout << line << std::endl;
   };
+  agree(*rdzv, device_error);
+  for (const auto& note : plan.notes) say(note);
   {
     std::string error;
     if (!cfg.checkpoint.dir.empty()) {
@@ -244,6 +264,7 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   gc.n_head = cfg.model.heads;
   gc.n_embd = cfg.model.embd;
   gc.dropout = cfg.model.dropout;
+  gc.attention = parse_attention(plan.attention, "model.attention");
   torch::manual_seed(static_cast<uint64_t>(cfg.data.seed));
   GPT model(gc, /*deferred=*/true);
   shard::FullyShardOptions so;
@@ -253,9 +274,11 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   so.hybrid_shard_group_size = static_cast<int>(cfg.sharding.hybrid_group_size);
   so.timeout = timeout;
   so.param_init = model->param_init();
+  so.compute_device = device;
   so.sync_module_states = false;  // every rank computes the same values
   so.offload.offload_params = cfg.sharding.cpu_offload;
-  if (cfg.sharding.param_dtype == "bfloat16") so.mixed_precision.param_dtype = at::kBFloat16;
+  // bf16 compute: fp32 master shards, gradients reduced in fp32.
+  if (plan.param_dtype == "bfloat16") so.mixed_precision.param_dtype = at::kBFloat16;
   if (cfg.sharding.activation_checkpointing)
     so.activation_checkpointing = [](const std::string&, const torch::nn::Module& m) {
       return dynamic_cast<const BlockImpl*>(&m) != nullptr;
@@ -264,7 +287,9 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   shard::FullyShardedModel fsdp(model.ptr(), rdzv, so);
   const double flops_per_token = greenshard::flops_per_token(gc, T);
   say("greenshard-worker: job " + cfg.job_id + ", " + std::to_string(world) + " rank(s) " + cfg.sharding.strategy +
-      ", GPT " + std::to_string(num_parameters(gc)) + " params (" + std::to_string(gc.n_layer) + " layers x " +
+      " on " + plan.device + (plan.cuda ? " (" + plan.hardware + ")" : "") + ", " + plan.param_dtype + " compute, " +
+      plan.attention + " attention" + (cfg.sharding.cpu_offload ? ", CPU offload" : "") + ", GPT " +
+      std::to_string(num_parameters(gc)) + " params (" + std::to_string(gc.n_layer) + " layers x " +
       std::to_string(gc.n_embd) + "), batch " + std::to_string(B) + " x " + std::to_string(T) + " x " +
       std::to_string(A) + " accum per rank, train tokens " + std::to_string(train_file->size()));
 
@@ -305,7 +330,7 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   eo.cpu_tdp_watts = cfg.carbon.cpu_tdp_watts;
   eo.local_world_size = info.local_world_size;
   EnergyMeter meter(eo);
-  const carbon::HardwareProfile& hw = carbon::hardware_profile(cfg.carbon.hardware);
+  const carbon::HardwareProfile& hw = carbon::hardware_profile(plan.hardware);
   carbon::EmissionsAccumulator mine(cfg.carbon.pue, hw, cfg.carbon.resources);  // this rank, this run
   Intensity intensity(cfg.carbon);
   const RunState base = st;  // totals before this run
@@ -369,22 +394,27 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
     if (!val_sampler) return NAN;
     at::NoGradGuard no_grad;
     model->eval();
-    double sum = 0;
+    at::Tensor sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
     std::vector<int64_t> x, y;
     for (int64_t b = 0; b < cfg.schedule.eval_batches; ++b) {
       val_sampler->batch(st.step, b, rank * B, B, x, y);
-      auto idx = at::from_blob(x.data(), {B, T}, at::kLong);
-      auto tgt = at::from_blob(y.data(), {B, T}, at::kLong);
-      sum += model->loss(model->forward(idx), tgt).item<double>();
+      auto idx = at::from_blob(x.data(), {B, T}, at::kLong).to(device);
+      auto tgt = at::from_blob(y.data(), {B, T}, at::kLong).to(device);
+      sum += model->loss(model->forward(idx), tgt).detach().to(at::kDouble);
     }
     model->train();
-    return all_reduce(*rdzv, {sum / static_cast<double>(cfg.schedule.eval_batches)}, shard::ReduceOp::kAvg)[0];
+    return all_reduce(*rdzv, {sum.item<double>() / static_cast<double>(cfg.schedule.eval_batches)},
+                      shard::ReduceOp::kAvg)[0];
   };
 
   // ---- 6. the steps -------------------------------------------------------
   const bool tty = lead && isatty(STDOUT_FILENO) && cfg.log.format == "text";
   const double tokens_per_step = static_cast<double>(B * T * A * world);
   std::vector<int64_t> x, y;
+  // (A, B, T) token ids and targets of one step, in host memory (pinned for
+  // asynchronous copies to a GPU), copied to the device once per step.
+  const auto host_opts = at::TensorOptions().dtype(at::kLong).pinned_memory(plan.cuda);
+  at::Tensor host_idx = at::empty({A, B, T}, host_opts), host_tgt = at::empty({A, B, T}, host_opts);
   double last_loss = NAN, tps = 0, mfu = 0, eta = 0;
   std::optional<Clock::time_point> last_push;
   std::string final_state = "succeeded";
@@ -395,22 +425,30 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
     const double lr = learning_rate(cfg.optimizer, st.step, cfg.schedule.steps);
     for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
     opt.zero_grad();
-    double loss_sum = 0;
     for (int64_t m = 0; m < A; ++m) {
       // (B, T) token ids and next-token targets of this rank's rows
       train_sampler.batch(st.step, m, rank * B, B, x, y);
-      auto idx = at::from_blob(x.data(), {B, T}, at::kLong);
-      auto tgt = at::from_blob(y.data(), {B, T}, at::kLong);
+      std::memcpy(host_idx[m].data_ptr<int64_t>(), x.data(), x.size() * sizeof(int64_t));
+      std::memcpy(host_tgt[m].data_ptr<int64_t>(), y.data(), y.size() * sizeof(int64_t));
+    }
+    // (A, B, T) on the device (no copy on the CPU); the buffers are reused
+    // next step, after this step's host syncs (loss, norm).
+    const at::Tensor step_idx = host_idx.to(device, /*non_blocking=*/true);
+    const at::Tensor step_tgt = host_tgt.to(device, /*non_blocking=*/true);
+    // The loss stays on the device until the step's one host read.
+    at::Tensor loss_acc = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
+    for (int64_t m = 0; m < A; ++m) {
       // (B, T) -> (B, T, V) -> scalar
-      auto loss = model->loss(model->forward(idx), tgt) / static_cast<double>(A);
+      auto loss = model->loss(model->forward(step_idx[m]), step_tgt[m]) / static_cast<double>(A);
       if (m + 1 < A) {
         auto guard = fsdp.no_sync();  // accumulate unsharded, reduce once
         loss.backward();
       } else {
         loss.backward();
       }
-      loss_sum += loss.item<double>();
+      loss_acc += loss.detach().to(at::kDouble);
     }
+    const double loss_sum = loss_acc.item<double>();
     const double norm = cfg.optimizer.grad_clip > 0 ? fsdp.clip_grad_norm(cfg.optimizer.grad_clip) : NAN;
     opt.step();
     // One collective for the log and for preemption: mean loss, and whether
@@ -425,7 +463,7 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
     ++steps_this_run;
     const double dt = seconds_since(t0);
     tps = tokens_per_step / dt;
-    mfu = flops_per_token * (tps / world) / cfg.peak_flops;
+    mfu = plan.peak_flops > 0 ? flops_per_token * (tps / world) / plan.peak_flops : 0.0;
     eta = seconds_since(step_window_start) / static_cast<double>(steps_this_run) *
           static_cast<double>(cfg.schedule.steps - st.step);
     mine.add_tokens(static_cast<double>(B * T * A));

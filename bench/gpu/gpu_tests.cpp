@@ -17,11 +17,14 @@
 #include "shard/rendezvous.h"
 
 #include "flat_param.h"       // shard/src: free_storage / alloc_storage
+#include "worker/device.h"
+#include "worker/device_facts.h"
 #include "worker/energy.h"
 #include "worker/model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -256,9 +259,11 @@ greenshard::GPTConfig small_cfg() {
   return c;
 }
 
-std::unique_ptr<Gpt> make_gpt(at::ScalarType param_dtype, bool offload, bool fsdp = true) {
+std::unique_ptr<Gpt> make_gpt(at::ScalarType param_dtype, bool offload, bool fsdp = true,
+                              greenshard::Attention attention = greenshard::Attention::kExplicit) {
   auto g = std::make_unique<Gpt>();
   g->cfg = small_cfg();
+  g->cfg.attention = attention;
   torch::manual_seed(1234);
   g->model = greenshard::GPT(g->cfg);
   if (fsdp) {
@@ -320,6 +325,77 @@ void test_bf16_parity() {
   std::printf("    device memory in use after step 10: %.1f MiB, after step 13: %.1f MiB\n",
               (total - free0) / 1048576.0, (total - free1) / 1048576.0);
   REQUIRE(free1 + (size_t{8} << 20) >= free0, "device memory grew by " << (free0 - free1) / 1048576.0 << " MiB");
+}
+
+// The worker's attention kernels on the GPU: SDPA (flash with LibTorch >= 2)
+// and explicit matmuls train the same bf16 FSDP model to the same losses
+// (bf16 rounding differs); SDPA needs less memory for the (T, T) scores.
+void test_sdpa_parity() {
+  auto ex = make_gpt(at::kBFloat16, false, true, greenshard::Attention::kExplicit);
+  auto sd = make_gpt(at::kBFloat16, false, true, greenshard::Attention::kSdpa);
+  double worst = 0;
+  for (int s = 0; s < 4; ++s) {
+    const double le = train_step(*ex, s), ls = train_step(*sd, s);
+    worst = std::max(worst, std::abs(ls - le) / le);
+    std::printf("    step %d loss: explicit %.5f  sdpa %.5f\n", s, le, ls);
+  }
+  REQUIRE(worst < 2e-2, "sdpa vs explicit (bf16): relative loss difference " << worst);
+  // Peak memory of one forward+backward at a longer sequence, each kernel.
+  auto peak_of = [](greenshard::Attention a) {
+    greenshard::GPTConfig c;
+    c.vocab_size = 512;
+    c.block_size = 2048;
+    c.n_layer = 2;
+    c.n_head = 16;
+    c.n_embd = 1024;
+    c.attention = a;
+    torch::manual_seed(7);
+    greenshard::GPT m(c);
+    m->to(at::Device(at::kCUDA, 0), at::kBFloat16);
+    at::Tensor x = at::randint(0, c.vocab_size, {4, c.block_size}, cuda(at::kLong));
+    cudaDeviceSynchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+    greenshard::loss(m->forward(x), at::roll(x, -1, 1)).backward();
+    cudaDeviceSynchronize();
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+    return static_cast<double>(stats.allocated_bytes[0].peak) / 1048576.0;
+  };
+  const double mem_ex = peak_of(greenshard::Attention::kExplicit), mem_sd = peak_of(greenshard::Attention::kSdpa);
+  std::printf("    peak memory, 2 blocks x 1024, seq 2048, batch 4, bf16: explicit %.0f MiB, sdpa %.0f MiB (LibTorch %d)\n",
+              mem_ex, mem_sd, TORCH_VERSION_MAJOR);
+  if (TORCH_VERSION_MAJOR >= 2) REQUIRE(mem_sd < mem_ex, "SDPA did not reduce memory: " << mem_sd << " vs " << mem_ex);
+}
+
+// The worker's device choice on this machine: LOCAL_RANK 0 computes on
+// cuda:0 in bf16, with SDPA on LibTorch >= 2, against the GPU's peak; NVML
+// names the GPU; a local rank without a GPU of its own is refused.
+void test_worker_device() {
+  const greenshard::DeviceFacts f = greenshard::device_facts(0);
+  std::printf("    facts: cuda build %d, %d visible, NVML name '%s', LibTorch %d\n", f.cuda_build, f.cuda_devices,
+              f.gpu_name.c_str(), f.torch_major);
+  REQUIRE(f.cuda_build, "shard/ was not built with GREENSHARD_CUDA");
+  REQUIRE(f.cuda_devices == c10::cuda::device_count(), "device count " << f.cuda_devices);
+  REQUIRE(!f.gpu_name.empty(), "NVML gave no name for LOCAL_RANK 0's GPU");
+  greenshard::JobConfig cfg;
+  const greenshard::DevicePlan p = greenshard::plan_device(cfg, 0, f);
+  std::printf("    plan: %s, %s, %s attention, peak %.1f TFLOP/s, hardware %s\n", p.device.c_str(),
+              p.param_dtype.c_str(), p.attention.c_str(), p.peak_flops / 1e12, p.hardware.c_str());
+  for (const auto& n : p.notes) std::printf("    note: %s\n", n.c_str());
+  REQUIRE(p.cuda && p.device == "cuda:0", p.device);
+  REQUIRE(p.param_dtype == "bfloat16", p.param_dtype);
+  REQUIRE(p.attention == std::string(TORCH_VERSION_MAJOR >= 2 ? "sdpa" : "explicit"), p.attention);
+  const std::string name = f.gpu_name;
+  if (name.find("H200") != std::string::npos || name.find("H100") != std::string::npos ||
+      name.find("A100") != std::string::npos)
+    REQUIRE(p.peak_flops > 0 && p.hardware != "cpu-2s", "peak " << p.peak_flops << " hardware " << p.hardware);
+  bool refused = false;
+  try {
+    greenshard::plan_device(cfg, f.cuda_devices, f);
+  } catch (const greenshard::ConfigError& e) {
+    refused = std::string(e.what()).find("device: LOCAL_RANK") != std::string::npos;
+  }
+  REQUIRE(refused, "LOCAL_RANK " << f.cuda_devices << " was given a GPU it does not have");
 }
 
 void checkpoint_round_trip(bool offload) {
@@ -407,6 +483,8 @@ int main(int argc, char** argv) {
       {"stream_overlap", test_stream_overlap},
       {"cuda_storage", test_cuda_storage},
       {"bf16_parity", test_bf16_parity},
+      {"sdpa_parity", test_sdpa_parity},
+      {"worker_device", test_worker_device},
       {"checkpoint_offload", test_checkpoint_offload},
       {"checkpoint_device", test_checkpoint_device},
       {"nvml", test_nvml},

@@ -6,20 +6,19 @@
 //  3. GPT training, ~1.3B parameters (24 layers, 2048 wide, 16 heads, vocab
 //     50304), sequence 2048, bf16 compute with fp32 master shards,
 //     FULL_SHARD (each block a unit), AdamW, synthetic tokens: tokens/s and
-//     MFU against the measured peak, for
-//       sdpa   - this file's GPT (same layout and FLOPs as worker/model.h's),
-//                attention through at::scaled_dot_product_attention (flash)
-//                when LibTorch >= 2.0;
-//       worker - worker/model.h's GPT as the worker trains it (attention as
-//                explicit matmuls + fp32 softmax, built deferred unit by unit).
+//     MFU against the measured peak, for worker/model.h's GPT as the worker
+//     trains it (built deferred, unit by unit) with each attention kernel:
+//       sdpa     - at::scaled_dot_product_attention (flash / memory-efficient
+//                  kernels with LibTorch >= 2.0; the worker's default there);
+//       explicit - matmuls, causal mask, fp32 softmax (O(T^2) memory).
 //
-//   gpu_mfu [--models sdpa,worker] [--steps N] [--warmup N] [--batch-sdpa B]
-//           [--batch-worker B] [--layers L] [--skip-collectives]
+//   gpu_mfu [--models sdpa,explicit] [--steps N] [--warmup N] [--batch-sdpa B]
+//           [--batch-explicit B] [--layers L] [--skip-collectives]
 //
 // Every section catches its own failure (printed as "FAILED <section>: why")
 // so partial results still print. The last line is
-//   RESULT gpu mfu=<x> tokens_per_s=<x> peak_bf16_tflops=<x> [worker_mfu=...]
-// (mfu and tokens_per_s of the sdpa model; nan where a section failed).
+//   RESULT gpu mfu=<x> tokens_per_s=<x> peak_bf16_tflops=<x> explicit_mfu=<x> explicit_tokens_per_s=<x>
+// (mfu and tokens_per_s with sdpa attention; nan where a section failed).
 #include "shard/communicator.h"
 #include "shard/fully_shard.h"
 #include "shard/rendezvous.h"
@@ -137,74 +136,7 @@ void collectives_table(shard::Rendezvous& rdzv) {
   std::fflush(stdout);
 }
 
-// ------------------------------------------------------------- the SDPA GPT
-
-at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
-#if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true);
-#else
-  const int64_t T = q.size(-2);
-  at::Tensor att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  att = att.masked_fill(at::ones({T, T}, q.options().dtype(at::kBool)).triu(1), -INFINITY);
-  return at::matmul(at::softmax(att, -1, at::kFloat).to(q.scalar_type()), v);
-#endif
-}
-
 constexpr bool kHasSdpa = TORCH_VERSION_MAJOR >= 2;
-
-class SdpaBlockImpl : public torch::nn::Module {
- public:
-  explicit SdpaBlockImpl(const greenshard::GPTConfig& c) : n_head_(c.n_head) {
-    ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
-    c_attn = register_module("c_attn", torch::nn::Linear(c.n_embd, 3 * c.n_embd));
-    c_proj = register_module("c_proj", torch::nn::Linear(c.n_embd, c.n_embd));
-    ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
-    c_fc = register_module("c_fc", torch::nn::Linear(c.n_embd, 4 * c.n_embd));
-    mlp_proj = register_module("mlp_proj", torch::nn::Linear(4 * c.n_embd, c.n_embd));
-  }
-  at::Tensor forward(const at::Tensor& x) {
-    return shard::forward_unit(*this, [&] {
-      const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hs = C / n_head_;
-      auto qkv = c_attn->forward(ln_1->forward(x)).split(C, 2);
-      auto q = qkv[0].view({B, T, n_head_, hs}).transpose(1, 2);
-      auto k = qkv[1].view({B, T, n_head_, hs}).transpose(1, 2);
-      auto v = qkv[2].view({B, T, n_head_, hs}).transpose(1, 2);
-      auto y = causal_attention(q, k, v).transpose(1, 2).contiguous().view({B, T, C});
-      at::Tensor x1 = x + c_proj->forward(y);
-      return x1 + mlp_proj->forward(at::gelu(c_fc->forward(ln_2->forward(x1)), "tanh"));
-    });
-  }
-  torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
-  torch::nn::Linear c_attn{nullptr}, c_proj{nullptr}, c_fc{nullptr}, mlp_proj{nullptr};
-
- private:
-  int64_t n_head_;
-};
-TORCH_MODULE(SdpaBlock);
-
-class SdpaGPTImpl : public torch::nn::Module {
- public:
-  explicit SdpaGPTImpl(const greenshard::GPTConfig& c) {
-    wte = register_module("wte", torch::nn::Embedding(c.vocab_size, c.n_embd));
-    wpe = register_module("wpe", torch::nn::Embedding(c.block_size, c.n_embd));
-    h = register_module("h", torch::nn::ModuleList());
-    for (int64_t i = 0; i < c.n_layer; ++i) h->push_back(SdpaBlock(c));
-    ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
-  }
-  at::Tensor forward(const at::Tensor& idx) {
-    return shard::forward_unit(*this, [&] {
-      const int64_t T = idx.size(1);
-      at::Tensor pos = at::arange(T, idx.options());
-      at::Tensor x = wte->forward(idx) + wpe->forward(pos);
-      for (auto& m : *h) x = m->as<SdpaBlockImpl>()->forward(x);
-      return at::matmul(ln_f->forward(x), wte->weight.t());  // tied lm_head
-    });
-  }
-  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
-  torch::nn::ModuleList h{nullptr};
-  torch::nn::LayerNorm ln_f{nullptr};
-};
-TORCH_MODULE(SdpaGPT);
 
 // ------------------------------------------------------------- training
 
@@ -234,21 +166,14 @@ TrainResult train(const std::string& kind, const greenshard::GPTConfig& cfg, int
   so.mixed_precision.reduce_dtype = at::kFloat;
   so.compute_device = c10::Device(c10::kCUDA, 0);
   so.timeout = std::chrono::minutes(5);
-  std::shared_ptr<torch::nn::Module> root;
-  std::function<at::Tensor(const at::Tensor&)> forward;
   const auto t_build = Clock::now();
-  if (kind == "sdpa") {
-    SdpaGPT m(cfg);
-    root = m.ptr();
-    so.wrap = shard::WrapPolicy::by_type<SdpaBlockImpl>();
-    forward = [m](const at::Tensor& x) mutable { return m->forward(x); };
-  } else {
-    greenshard::GPT m(cfg, /*deferred=*/true);  // unit by unit, as the worker builds it
-    root = m.ptr();
-    so.wrap = shard::WrapPolicy::by_type<greenshard::BlockImpl>();
-    so.param_init = m->param_init();
-    forward = [m](const at::Tensor& x) mutable { return m->forward(x); };
-  }
+  greenshard::GPTConfig c = cfg;
+  c.attention = greenshard::parse_attention(kind);
+  greenshard::GPT m(c, /*deferred=*/true);  // unit by unit, as the worker builds it
+  so.wrap = shard::WrapPolicy::by_type<greenshard::BlockImpl>();
+  so.param_init = m->param_init();
+  std::shared_ptr<torch::nn::Module> root = m.ptr();
+  auto forward = [m](const at::Tensor& x) mutable { return m->forward(x); };
   shard::FullyShardedModel fsdp(root, rdzv, so);
   torch::optim::AdamW opt(fsdp.parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.1));
   std::printf("    %s: built and sharded %.2fB parameters in %.1f s\n", kind.c_str(), r.params / 1e9,
@@ -318,9 +243,9 @@ std::string fmt(double v, const char* f = "%.3f") {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string models = "sdpa,worker";
+  std::string models = "sdpa,explicit";
   int steps = 5, warmup = 2, layers = 24;
-  int64_t batch_sdpa = 8, batch_worker = 4;
+  int64_t batch_sdpa = 8, batch_explicit = 4;
   bool collectives = true;
   for (int i = 1; i < argc; ++i) {
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -329,7 +254,7 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::stoi(next());
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--batch-sdpa") batch_sdpa = std::stoll(next());
-    else if (a == "--batch-worker") batch_worker = std::stoll(next());
+    else if (a == "--batch-explicit") batch_explicit = std::stoll(next());
     else if (a == "--layers") layers = std::stoi(next());
     else if (a == "--skip-collectives") collectives = false;
   }
@@ -370,11 +295,11 @@ int main(int argc, char** argv) {
   cfg.n_head = 16;
   cfg.n_embd = 2048;
   if (rdzv) {
-    for (const std::string kind : {"sdpa", "worker"}) {
+    for (const std::string kind : {"sdpa", "explicit"}) {
       if (models.find(kind) == std::string::npos) continue;
       std::printf("\n# training %s ...\n", kind.c_str());
       std::fflush(stdout);
-      results.push_back(train_fitting(kind, cfg, kind == "sdpa" ? batch_sdpa : batch_worker,
+      results.push_back(train_fitting(kind, cfg, kind == "sdpa" ? batch_sdpa : batch_explicit,
                                       kind == "sdpa" ? warmup : 1, kind == "sdpa" ? steps : std::max(2, steps - 2),
                                       peak, rdzv));
       if (!results.back().error.empty()) std::printf("FAILED train %s: %s\n", kind.c_str(), results.back().error.c_str());
@@ -383,19 +308,19 @@ int main(int argc, char** argv) {
   }
   std::printf("\n# GPT training, FULL_SHARD, bf16 params / fp32 reduce + master, AdamW, seq %lld, world size 1\n",
               static_cast<long long>(cfg.block_size));
-  std::printf("#%7s %9s %6s %10s %12s %9s %8s %9s %12s\n", "model", "params", "batch", "step(ms)", "tokens/s",
+  std::printf("#%8s %9s %6s %10s %12s %9s %8s %9s %12s\n", "model", "params", "batch", "step(ms)", "tokens/s",
               "TFLOP/s", "MFU", "mem(GiB)", "loss");
   double mfu = kNaN, tps = kNaN, wmfu = kNaN, wtps = kNaN;
   for (const auto& r : results) {
-    std::printf(" %7s %8.2fB %6lld %10s %12s %9s %8s %9s %5s->%s%s\n", r.model.c_str(), r.params / 1e9,
+    std::printf(" %8s %8.2fB %6lld %10s %12s %9s %8s %9s %5s->%s%s\n", r.model.c_str(), r.params / 1e9,
                 static_cast<long long>(r.batch), fmt(r.step_ms, "%.1f").c_str(),
                 fmt(r.tokens_per_s, "%.0f").c_str(), fmt(r.tflops, "%.1f").c_str(), fmt(r.mfu).c_str(),
                 fmt(r.mem_gib, "%.1f").c_str(), fmt(r.first_loss, "%.2f").c_str(), fmt(r.last_loss, "%.2f").c_str(),
                 r.error.empty() ? "" : "  (failed)");
     if (r.model == "sdpa") mfu = r.mfu, tps = r.tokens_per_s;
-    if (r.model == "worker") wmfu = r.mfu, wtps = r.tokens_per_s;
+    if (r.model == "explicit") wmfu = r.mfu, wtps = r.tokens_per_s;
   }
-  std::printf("RESULT gpu mfu=%s tokens_per_s=%s peak_bf16_tflops=%s worker_mfu=%s worker_tokens_per_s=%s\n",
+  std::printf("RESULT gpu mfu=%s tokens_per_s=%s peak_bf16_tflops=%s explicit_mfu=%s explicit_tokens_per_s=%s\n",
               fmt(mfu).c_str(), fmt(tps, "%.0f").c_str(), fmt(peak, "%.1f").c_str(), fmt(wmfu).c_str(),
               fmt(wtps, "%.0f").c_str());
   std::fflush(stdout);

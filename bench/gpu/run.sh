@@ -79,7 +79,7 @@ summary() {
   done
   if [[ -f "$LOGDIR/mfu.log" ]]; then
     echo
-    grep -hE '^(#|FAILED| +[0-9]| +(sdpa|worker) )' "$LOGDIR/mfu.log" | sed 's/^/  /'
+    grep -hE '^(#|FAILED| +[0-9]| +(sdpa|explicit) )' "$LOGDIR/mfu.log" | sed 's/^/  /'
   fi
   echo "  logs: $LOGDIR  (wall time $((SECONDS - START)) s)"
   local result=""

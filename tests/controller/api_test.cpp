@@ -177,7 +177,7 @@ const ErrorCase kErrorCases[] = {
      [](Controller& c) { auto s = spec(); s["nodes"] = 3; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); }, 422,
      "unschedulable", "nodes"},
     {"more GPUs per node than any region has is 422",
-     [](Controller& c) { auto s = spec(); s["gpus_per_node"] = 1; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); },
+     [](Controller& c) { auto s = spec(); s["gpus_per_node"] = 2; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); },
      422, "unschedulable", "nodes"},
     {"a tenant over its quota is 429",
      [](Controller& c) {

@@ -161,6 +161,8 @@ TEST_P(ManifestTable, RendersTheGang) {
   EXPECT_EQ(env_of(o.job, "RANK").is_null(), c.ppn != 1);
   EXPECT_EQ(env_of(o.job, "GREENSHARD_GRID_INTENSITY")["value"], "123.500000");
   EXPECT_EQ(env_of(o.job, "GREENSHARD_STATUS_TOKEN")["value"], "tok");
+  // GPU jobs must train on their GPUs (no silent CPU fallback).
+  EXPECT_EQ(env_of(o.job, "GREENSHARD_DEVICE")["value"], c.gpus > 0 ? "cuda" : "cpu");
   const json& ctr = pod["containers"][0];
   if (c.gpus > 0) {
     EXPECT_EQ(ctr["resources"]["limits"]["nvidia.com/gpu"], std::to_string(c.gpus));

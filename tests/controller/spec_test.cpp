@@ -40,6 +40,8 @@ const SpecCase kSpecCases[] = {
     {"a huge unsigned node count is refused", [](json& j) { j["nodes"] = 18446744073709551615ull; }, 400, "nodes"},
     {"65 processes per node are refused", [](json& j) { j["procs_per_node"] = 65; }, 400, "procs_per_node"},
     {"negative gpus are refused", [](json& j) { j["gpus_per_node"] = -1; }, 400, "gpus_per_node"},
+    {"more ranks per node than GPUs are refused (one rank per GPU)",
+     [](json& j) { j["procs_per_node"] = 4; j["gpus_per_node"] = 2; }, 400, "procs_per_node"},
     {"an empty region list is refused", [](json& j) { j["regions"] = json::array(); }, 400, "regions"},
     {"a duplicate region is named by index", [](json& j) { j["regions"] = {"DE", "DE"}; }, 400, "regions[1]"},
     {"a region name with a space is refused", [](json& j) { j["regions"] = {"D E"}; }, 400, "regions[0]"},

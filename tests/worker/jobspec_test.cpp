@@ -63,7 +63,15 @@ const SpecCase kSpecs[] = {
     {"a list at the top", "- a\n- b\n", "expected a mapping of sections"},
     {"not YAML at all", "model: {layers: [", "not valid JSON or YAML"},
     {"bfloat16 compute", "sharding: {param_dtype: bfloat16}", ""},
-    {"an unknown dtype", "sharding: {param_dtype: fp8}", "sharding.param_dtype: must be float32 or bfloat16"},
+    {"an unknown dtype", "sharding: {param_dtype: fp8}", "sharding.param_dtype: must be auto, float32 or bfloat16"},
+    {"an automatic dtype", "sharding: {param_dtype: auto}", ""},
+    {"every device choice", "device: cuda", ""},
+    {"an unknown device", "device: tpu", "device: must be auto, cpu or cuda, got 'tpu'"},
+    {"SDPA attention", "model: {attention: sdpa}", ""},
+    {"an unknown attention kernel", "model: {attention: flash}",
+     "model.attention: must be auto, sdpa or explicit, got 'flash'"},
+    {"a negative peak", "peak_flops: -1", "peak_flops: must be >= 0"},
+    {"hardware from the device", "carbon: {hardware: auto}", ""},
     {"a torch.save export", "export_path: final.pt\nexport_format: torch_save\n", ""},
     {"an unknown export format", "export_format: safetensors", "export_format: must be libtorch or torch_save"},
     {"a known hardware profile", "carbon: {hardware: h100-sxm-8}", ""},
@@ -90,6 +98,8 @@ TEST(Spec, TrainIsRequiredAndEnvironmentThenFlagsOverrideTheFile) {
   EXPECT_DOUBLE_EQ(cfg.carbon.pue, 1.5);
   greenshard::apply_field(cfg, "carbon.region", "SE", "--carbon.region");
   EXPECT_EQ(cfg.carbon.region, "SE");
+  greenshard::apply_environment(cfg, {{"GREENSHARD_DEVICE", "cpu"}});
+  EXPECT_EQ(cfg.device, "cpu");
   try {
     greenshard::apply_environment(cfg, {{"GREENSHARD_PUE", "high"}});
     ADD_FAILURE();
@@ -105,7 +115,7 @@ TEST(Spec, TrainIsRequiredAndEnvironmentThenFlagsOverrideTheFile) {
   greenshard::apply_config_text(back, js, "printed");
   EXPECT_EQ(back.carbon.region, "SE");
   EXPECT_EQ(back.metrics.port, 9400);
-  EXPECT_EQ(greenshard::config_fields().size(), 52u) << "--help documents every field";
+  EXPECT_EQ(greenshard::config_fields().size(), 54u) << "--help documents every field";
 }
 
 TEST(LaunchPlan, TorchrunKubernetesAndStandalone) {

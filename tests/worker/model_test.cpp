@@ -111,9 +111,11 @@ TEST(GPTModel, LmHeadTiedToTokenEmbedding) {
   }
 }
 
-TEST(GPTModel, CausalAttention) {
+// Changing token t+1 leaves logits at positions <= t bit-identical.
+void expect_causal(Attention kind) {
   torch::manual_seed(0);
   GPTConfig c = tiny();
+  c.attention = kind;
   GPT model(c);
   torch::NoGradGuard ng;
   at::Tensor idx = random_tokens(2, c.block_size, c.vocab_size, 7);
@@ -130,6 +132,56 @@ TEST(GPTModel, CausalAttention) {
   // A prefix alone gives the same logits as inside the longer sequence.
   at::Tensor prefix = model->forward(idx.slice(1, 0, 5).contiguous());
   EXPECT_TRUE(at::allclose(prefix, base.slice(1, 0, 5), 1e-5, 1e-6));
+}
+
+TEST(GPTModel, CausalAttention) { expect_causal(Attention::kExplicit); }
+
+TEST(GPTModel, SdpaAttentionIsCausal) { expect_causal(Attention::kSdpa); }
+
+// Same weights, attention through LibTorch's SDPA or explicit matmuls: the
+// same logits, loss and gradients (fp32), also in eval mode with dropout
+// configured (dropout off).
+TEST(GPTModel, SdpaAttentionMatchesExplicitLogitsAndGradients) {
+  for (double dropout : {0.0, 0.2}) {
+    GPTConfig c = tiny();
+    c.dropout = dropout;
+    torch::manual_seed(3);
+    GPT ex(c);
+    c.attention = Attention::kSdpa;
+    torch::manual_seed(3);
+    GPT sd(c);
+    if (dropout > 0) {
+      ex->eval();
+      sd->eval();
+    }
+    auto [x, y] = repeating_batch(3, c.block_size, 5);
+    at::Tensor le = ex->forward(x), ls = sd->forward(x);
+    EXPECT_TRUE(at::allclose(le, ls, 1e-5, 1e-5)) << "max diff " << (le - ls).abs().max().item<double>();
+    ex->loss(le, y).backward();
+    sd->loss(ls, y).backward();
+    auto ps = sd->named_parameters();
+    for (const auto& kv : ex->named_parameters()) {
+      const at::Tensor& ge = kv.value().grad();
+      const at::Tensor& gs = ps[kv.key()].grad();
+      ASSERT_TRUE(ge.defined() && gs.defined()) << kv.key();
+      EXPECT_TRUE(at::allclose(ge, gs, 1e-4, 1e-6))
+          << kv.key() << " max diff " << (ge - gs).abs().max().item<double>();
+    }
+  }
+}
+
+TEST(GPTModel, AttentionKindsParseAndAutoFollowsTheLibTorchVersion) {
+  EXPECT_EQ(parse_attention("explicit"), Attention::kExplicit);
+  EXPECT_EQ(parse_attention("sdpa"), Attention::kSdpa);
+  EXPECT_STREQ(to_string(Attention::kSdpa), "sdpa");
+  EXPECT_STREQ(to_string(Attention::kExplicit), "explicit");
+  try {
+    parse_attention("flash", "model.attention");
+    ADD_FAILURE() << "flash accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("model.attention"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(default_attention(), torch_major_version() >= 2 ? Attention::kSdpa : Attention::kExplicit);
 }
 
 TEST(GPTModel, MlpUsesTanhGelu) {

@@ -286,6 +286,25 @@ TEST(Worker, GradientAccumulationOverMicroBatchesTrainsOnTwoRanks) {
   EXPECT_LT(s["final_loss"].get<double>(), 4.5) << "a sane loss after 30 steps (5.55 at the start)";
 }
 
+// The two attention kernels train the same model: same losses step by step
+// (fp32, 2 ranks), and the start line says what was chosen.
+TEST(Worker, SdpaAndExplicitAttentionTrainTheSameLossesOnTwoRanks) {
+  std::map<std::string, std::vector<double>> losses;
+  for (const std::string kind : {"explicit", "sdpa"}) {
+    Job job(8);
+    auto r = job.run(2, {"--model.attention", kind, "--log-format", "json", "--log.every", "1",
+                         "--checkpoint.dir", ""});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("on cpu, float32 compute, " + kind + " attention"), std::string::npos) << r.output;
+    for (const auto& j : json_lines(r.output)) losses[kind].push_back(j["loss"].get<double>());
+  }
+  ASSERT_EQ(losses["explicit"].size(), 8u);
+  ASSERT_EQ(losses["sdpa"].size(), 8u);
+  for (size_t i = 0; i < 8; ++i)
+    EXPECT_NEAR(losses["sdpa"][i], losses["explicit"][i], 1e-4 * losses["explicit"][i]) << "step " << i + 1;
+  EXPECT_LT(losses["sdpa"].back(), losses["sdpa"].front()) << "and it learns";
+}
+
 // ---- status push: a real HTTP server on loopback plays the controller ------
 struct StatusServer {
   httplib::Server server;
@@ -464,6 +483,11 @@ const BadCase kBad[] = {
      "carbon.hardware: unknown hardware profile 'cpu-node'"},
     {"an unknown sharding strategy", [](Job&) { return std::vector<std::string>{"--sharding.strategy", "ZERO3"}; },
      "sharding.strategy: must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD, got 'ZERO3'"},
+    {"an unknown device", [](Job&) { return std::vector<std::string>{"--device", "tpu"}; },
+     "device: must be auto, cpu or cuda, got 'tpu'"},
+    // This machine's worker is the CPU build: every rank refuses, none hangs.
+    {"cuda on a CPU-only build", [](Job&) { return std::vector<std::string>{"--device", "cuda"}; },
+     "device: cuda needs a GPU build of greenshard-worker"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, BadInput, ::testing::ValuesIn(kBad),
