@@ -140,7 +140,29 @@ fi
 log "NCCL: ${NCCL_ARGS[*]:-not found (CMake will search)}"
 NVCC=${CUDACXX:-$(command -v nvcc || true)}
 [[ -z "$NVCC" && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
-log "nvcc: ${NVCC:-not found}"
+# The toolkit should match the CUDA PyTorch was built for: our code links
+# the toolkit's cudart next to the one libtorch_cuda loads.
+TORCH_CUDA=$("$PY" -c 'import torch;print(torch.version.cuda or "")' 2>/dev/null || true)
+nvcc_release() { "$1" --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9.]*\).*/\1/p' | head -1; }
+TOOLKIT_ARGS=()
+if [[ -n "$NVCC" && -n "$TORCH_CUDA" ]]; then
+  rel=$(nvcc_release "$NVCC")
+  if [[ -n "$rel" && "${rel%%.*}" != "${TORCH_CUDA%%.*}" ]]; then
+    alt=""
+    for d in "/usr/local/cuda-$TORCH_CUDA" /usr/local/cuda-"${TORCH_CUDA%%.*}".*; do
+      [[ -x "$d/bin/nvcc" ]] && alt=$d && break
+    done
+    if [[ -n "$alt" ]]; then
+      log "nvcc $rel does not match torch's CUDA $TORCH_CUDA: using $alt"
+      NVCC=$alt/bin/nvcc
+      TOOLKIT_ARGS=("-DCUDAToolkit_ROOT=$alt")
+    else
+      log "WARNING: nvcc $rel does not match torch's CUDA $TORCH_CUDA and no /usr/local/cuda-$TORCH_CUDA exists;" \
+          "two CUDA runtimes will be loaded"
+    fi
+  fi
+fi
+log "nvcc: ${NVCC:-not found} (torch built for CUDA ${TORCH_CUDA:-?})"
 [[ -n "$NVCC" ]] && export CUDACXX=$NVCC
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 [[ -d /usr/local/nvidia/lib64 ]] && export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
@@ -152,7 +174,7 @@ JOBS=$(nproc)
 # --- configure and build ----------------------------------------------------
 run_step configure 150 cmake -S "$ROOT/bench/gpu" -B "$BUILD" "${GEN[@]}" \
   -DCMAKE_BUILD_TYPE=Release -DGREENSHARD_CUDA=ON \
-  "-DCMAKE_PREFIX_PATH=$LIBTORCH" "${NCCL_ARGS[@]}" \
+  "-DCMAKE_PREFIX_PATH=$LIBTORCH" "${NCCL_ARGS[@]}" "${TOOLKIT_ARGS[@]}" \
   "-DCMAKE_CUDA_ARCHITECTURES=80;90" ${NVCC:+"-DCMAKE_CUDA_COMPILER=$NVCC"}
 if [[ "${STATUS[configure]}" == ok ]]; then
   run_step build 300 cmake --build "$BUILD" -j "$JOBS" --target gpu_tests gpu_mfu

@@ -100,27 +100,26 @@ void cuda_check(cudaError_t e, const char* what) {
 }
 
 // --------------------------------------------------------------------------
-// The two dedicated streams of a device.
-
-struct DeviceStreams {
-  c10::cuda::CUDAStream all_gather;
-  c10::cuda::CUDAStream reduce_scatter;
-};
-
-DeviceStreams streams_of(c10::DeviceIndex device) {
-  static std::mutex mu;
-  static std::map<int, DeviceStreams>* all = new std::map<int, DeviceStreams>();  // never freed: outlives static destructors
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = all->find(device);
-  if (it != all->end()) return it->second;
+// The communicator's own stream.
+//
+// One dedicated high-priority stream per communicator, never shared: NCCL
+// kernels of different communicators on one stream run in issue order, and
+// that order may differ between ranks (HSDP issues a replicate all-reduce
+// when a reduce-scatter has completed, a per-rank timing): on a shared
+// stream two ranks can each wait behind the collective the other has not
+// reached yet (a cycle). FSDP's shard group has two communicators (/ag/,
+// /rs/), so all-gathers and reduce-scatters still run on separate streams.
+// Created outside the pool (which hands out 32 streams round robin, so two
+// communicators could get the same one) and never destroyed: the caching
+// allocator may still hold blocks recorded against it; communicators are
+// few and live as long as the process.
+c10::cuda::CUDAStream dedicated_stream(c10::DeviceIndex device) {
   c10::cuda::CUDAGuard guard(device);
-  DeviceStreams s{c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device),
-                  c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device)};
-  // The pool hands streams out round robin: make sure the two differ.
-  for (int i = 0; i < 64 && s.reduce_scatter == s.all_gather; ++i)
-    s.reduce_scatter = c10::cuda::getStreamFromPool(true, device);
-  all->emplace(device, s);
-  return s;
+  int least = 0, greatest = 0;
+  cuda_check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+  cudaStream_t raw = nullptr;
+  cuda_check(cudaStreamCreateWithPriority(&raw, cudaStreamNonBlocking, greatest), "cudaStreamCreateWithPriority");
+  return c10::cuda::getStreamFromExternal(raw, device);
 }
 
 // --------------------------------------------------------------------------
@@ -191,7 +190,6 @@ class NcclWork final : public Work {
   }
   // The stream the collective ran on (after record_end).
   c10::cuda::CUDAStream stream() const { return *stream_; }
-  void block_on_end(const c10::cuda::CUDAStream& s) { end_.block(s); }
   void fail(const std::string& msg) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -234,8 +232,6 @@ class NcclWork final : public Work {
 
 // --------------------------------------------------------------------------
 
-enum class StreamKind { kAllGather, kReduceScatter };
-
 struct NcclDtype {
   ncclDataType_t type;
   bool low_precision;
@@ -263,7 +259,7 @@ class NcclCommunicator final : public Communicator {
     }
     if (spec_.device < 0) spec_.device = c10::cuda::current_device();
     device_ = static_cast<c10::DeviceIndex>(spec_.device);
-    streams_.emplace(streams_of(device_));
+    stream_.emplace(dedicated_stream(device_));
     connect(store);
     watchdog_ = std::thread([this] { watchdog_loop(); });
     std::string tname = "gs-nccl-" + spec_.name;
@@ -351,7 +347,7 @@ class NcclCommunicator final : public Communicator {
                       std::to_string(input.numel()) + ")");
     }
     const size_t bytes = input.numel() * input.element_size();
-    return launch(op, opts, StreamKind::kAllGather, {output, input},
+    return launch(op, opts, {output, input},
                   [&](cudaStream_t s) {
                     nccl("ncclAllGather", ncclAllGather(input.data_ptr(), output.data_ptr(), bytes,
                                                         ncclUint8, comm_, s));
@@ -378,7 +374,7 @@ class NcclCommunicator final : public Communicator {
     }
     const auto nop = nccl_op(rop, input.scalar_type());
     const bool widen = dt.low_precision && spec_.low_precision_reduce_in_fp32;
-    return launch(op, opts, StreamKind::kReduceScatter, {output, input}, [&](cudaStream_t s) {
+    return launch(op, opts, {output, input}, [&](cudaStream_t s) {
       const size_t count = output.numel();
       if (widen) {
         // Temporaries on the collective's stream (the current one here).
@@ -408,7 +404,7 @@ class NcclCommunicator final : public Communicator {
     const auto dt = check_reducible(op, tensor);
     const auto nop = nccl_op(rop, tensor.scalar_type());
     const bool widen = dt.low_precision && spec_.low_precision_reduce_in_fp32;
-    return launch(op, opts, StreamKind::kReduceScatter, {tensor}, [&](cudaStream_t s) {
+    return launch(op, opts, {tensor}, [&](cudaStream_t s) {
       const size_t count = tensor.numel();
       if (widen) {
         at::Tensor t32 = tensor.to(at::kFloat);
@@ -439,7 +435,7 @@ class NcclCommunicator final : public Communicator {
       return finish_staged(w, [&] { tensor.copy_(d); });
     }
     const size_t bytes = tensor.numel() * tensor.element_size();
-    return launch(op, opts, StreamKind::kAllGather, {tensor}, [&](cudaStream_t s) {
+    return launch(op, opts, {tensor}, [&](cudaStream_t s) {
       nccl("ncclBroadcast", ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), bytes, ncclUint8,
                                           root, comm_, s));
       if (rank() == root) bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
@@ -449,7 +445,7 @@ class NcclCommunicator final : public Communicator {
   // A one-element all-reduce; wait() blocks the host until every member
   // reached it.
   WorkPtr barrier(const CollectiveOptions& opts) override {
-    return launch("barrier", opts, StreamKind::kReduceScatter, {}, [&](cudaStream_t s) {
+    return launch("barrier", opts, {}, [&](cudaStream_t s) {
       nccl("ncclAllReduce", ncclAllReduce(barrier_buf_.data_ptr(), barrier_buf_.data_ptr(), 1,
                                           ncclInt32, ncclSum, comm_, s));
     }, /*blocking=*/true);
@@ -542,8 +538,8 @@ class NcclCommunicator final : public Communicator {
   template <typename F>
   WorkPtr finish_staged(const WorkPtr& w, F&& copy_back) {
     auto* nw = dynamic_cast<NcclWork*>(w.get());
-    if (nw && !nw->blocking()) {
-      nw->wait();  // stream order: the copy back below runs after the collective
+    if (nw) {
+      nw->wait();  // stream order (or a host wait when blocking): the copy back runs after the collective
       copy_back();  // device -> pageable host: synchronous
       auto sleep = std::chrono::microseconds(20);
       while (!nw->is_completed()) {
@@ -582,9 +578,9 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
-  // Issues one collective on the stream of `kind`: waits for the caller's
+  // Issues one collective on this communicator's stream: waits for the caller's
   // stream, runs `body(stream)` with that stream current, records the end.
-  WorkPtr launch(const char* op, const CollectiveOptions& opts, StreamKind kind,
+  WorkPtr launch(const char* op, const CollectiveOptions& opts,
                  std::vector<at::Tensor> keep, const std::function<void(cudaStream_t)>& body,
                  bool blocking = false) {
     const milliseconds timeout = opts.timeout.count() > 0 ? opts.timeout : spec_.timeout;
@@ -602,20 +598,20 @@ class NcclCommunicator final : public Communicator {
     current_timeout_ = timeout;
     auto work = std::make_shared<NcclWork>(desc, now + timeout, timeout, caller,
                                            blocking || spec_.blocking_wait);
-    const c10::cuda::CUDAStream stream =
-        kind == StreamKind::kAllGather ? streams_->all_gather : streams_->reduce_scatter;
+    const c10::cuda::CUDAStream stream = *stream_;
     try {
       ready_.record(caller);  // inputs written, outputs allocated
       ready_.block(stream);
-      if (last_work_ && last_work_->stream() != stream) last_work_->block_on_end(stream);
       {
         c10::cuda::CUDAStreamGuard on(stream);
         body(stream.stream());
       }
       work->record_end(stream);
-      last_work_ = work;
     } catch (const std::exception& e) {
       const std::string msg = desc + " failed: " + e.what();
+      // The tensors stay referenced by the Work: a kernel already queued may
+      // still touch them until the abort below has taken effect.
+      work->keep(std::move(keep));
       work->fail(msg);
       abort_locked(msg, nullptr);
       return work;
@@ -772,14 +768,13 @@ class NcclCommunicator final : public Communicator {
 
   NcclGroupSpec spec_;
   c10::DeviceIndex device_ = 0;
-  std::optional<DeviceStreams> streams_;
+  std::optional<c10::cuda::CUDAStream> stream_;  // dedicated_stream
   ncclComm_t comm_ = nullptr;
   at::Tensor barrier_buf_;
 
   // issue_mu_: every NCCL call on comm_, the issue-side state below, abort.
   std::mutex issue_mu_;
   at::cuda::CUDAEvent ready_{cudaEventDisableTiming};
-  std::shared_ptr<NcclWork> last_work_;  // this communicator's previous collective
   Clock::time_point current_deadline_;
   milliseconds current_timeout_{0};
 

@@ -6,9 +6,9 @@
 // Semantics (see communicator_nccl.cpp for the details):
 //  * One ncclComm per group; the unique id is made by group rank 0 and
 //    exchanged through the rendezvous store (NcclStore below).
-//  * all_gather_into / broadcast run on the device's all-gather stream,
-//    reduce_scatter / all_reduce / barrier on its reduce-scatter stream
-//    (two dedicated streams per device, shared by every communicator on it).
+//  * Every collective of a communicator runs on its own dedicated stream,
+//    shared with no other communicator (FSDP's /ag/ and /rs/ communicators
+//    thus overlap all-gathers with reduce-scatters; see dedicated_stream).
 //    A collective first waits (cudaStreamWaitEvent) for the caller's current
 //    stream; Work::wait() makes the caller's current stream wait for the
 //    collective. No host synchronization on that path.

@@ -36,6 +36,13 @@ void resize_storage_bytes_cuda(c10::StorageImpl* storage, size_t nbytes) {
                         c10::cuda::getCurrentCUDAStream(device.index()).stream());
     TORCH_CHECK(e == cudaSuccess, "resize_storage_bytes_cuda: cudaMemcpyAsync: ",
                 cudaGetErrorString(e));
+    // The old block goes back to the stream it was allocated on, which may
+    // not be this one: wait for the copy before letting it go. (FSDP only
+    // grows storages from 0 bytes, so the hot path never gets here.)
+    const cudaError_t s =
+        cudaStreamSynchronize(c10::cuda::getCurrentCUDAStream(device.index()).stream());
+    TORCH_CHECK(s == cudaSuccess, "resize_storage_bytes_cuda: cudaStreamSynchronize: ",
+                cudaGetErrorString(s));
   }
   storage->set_data_ptr_noswap(std::move(fresh));
   storage->set_nbytes(nbytes);
