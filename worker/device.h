@@ -17,7 +17,8 @@ namespace greenshard {
 struct DeviceFacts {
   bool cuda_build = false;  // shard/ built with GREENSHARD_CUDA (CUDA LibTorch, NCCL)
   int cuda_devices = 0;     // CUDA devices this process sees (after CUDA_VISIBLE_DEVICES)
-  std::string gpu_name;     // NVML's name of LOCAL_RANK's GPU, "" if unknown
+  int nvml_index = -1;      // NVML index of LOCAL_RANK's GPU (select_gpu), -1 if none
+  std::string gpu_name;     // NVML's name of that GPU, "" if unknown
   int torch_major = 1;      // LibTorch major version
   std::string cuda_visible_devices = "(unset)";  // for messages
 };

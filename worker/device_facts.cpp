@@ -16,7 +16,8 @@ DeviceFacts device_facts(int local_rank) {
   f.cuda_devices = f.cuda_build ? static_cast<int>(torch::cuda::device_count()) : 0;
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (visible) f.cuda_visible_devices = std::string("'") + visible + "'";
-  f.gpu_name = nvml_device_name(select_gpu(local_rank, nvml_device_count(), visible));
+  f.nvml_index = select_gpu(local_rank, nvml_device_count(), visible);
+  f.gpu_name = nvml_device_name(f.nvml_index);
   f.torch_major = torch_major_version();
   return f;
 }

@@ -200,10 +200,11 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   const auto t_start = Clock::now();
   // ---- 0. device; rendezvous; the checkpoint directory must be writable --
   // A rank whose device cannot be had fails every rank (agree below).
+  const DeviceFacts facts = device_facts(info.local_rank);
   DevicePlan plan;
   std::string device_error;
   try {
-    plan = plan_device(cfg, info.local_rank, device_facts(info.local_rank));
+    plan = plan_device(cfg, info.local_rank, facts);
   } catch (const ConfigError& e) {
     device_error = e.what();
   }
@@ -326,7 +327,7 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   // LOCAL_RANK's GPU when NVML reports one (no GPU: no GPU series); the
   // host's CPU package is shared by the local ranks, each reports its share.
   EnergyMeterOptions eo;
-  eo.gpu_index = select_gpu(info.local_rank, nvml_device_count(), std::getenv("CUDA_VISIBLE_DEVICES"));
+  eo.gpu_index = facts.nvml_index;
   eo.cpu_tdp_watts = cfg.carbon.cpu_tdp_watts;
   eo.local_world_size = info.local_world_size;
   EnergyMeter meter(eo);

@@ -371,6 +371,7 @@ void test_worker_device() {
               f.gpu_name.c_str(), f.torch_major);
   REQUIRE(f.cuda_build, "shard/ was not built with GREENSHARD_CUDA");
   REQUIRE(f.cuda_devices == c10::cuda::device_count(), "device count " << f.cuda_devices);
+  REQUIRE(f.nvml_index >= 0, "NVML has no device for LOCAL_RANK 0");
   REQUIRE(!f.gpu_name.empty(), "NVML gave no name for LOCAL_RANK 0's GPU");
   greenshard::JobConfig cfg;
   const greenshard::DevicePlan p = greenshard::plan_device(cfg, 0, f);

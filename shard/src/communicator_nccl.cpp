@@ -57,7 +57,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -185,11 +184,8 @@ class NcclWork final : public Work {
   }
   void record_end(const c10::cuda::CUDAStream& s) {
     end_.record(s);
-    stream_.emplace(s);
     recorded_ = true;
   }
-  // The stream the collective ran on (after record_end).
-  c10::cuda::CUDAStream stream() const { return *stream_; }
   void fail(const std::string& msg) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -222,7 +218,6 @@ class NcclWork final : public Work {
   const c10::cuda::CUDAStream issue_stream_;
   const bool blocking_;
   at::cuda::CUDAEvent end_{cudaEventDisableTiming};
-  std::optional<c10::cuda::CUDAStream> stream_;
   bool recorded_ = false;  // set before the Work is published
   std::atomic<bool> done_{false};
   std::mutex mu_;
