@@ -100,7 +100,6 @@ int main(int argc, char** argv) {
   Registry registry(store, clock);
   registry.load();
   Metrics metrics;
-  auto placer = make_greedy_placer();
   LocalExecutorOptions lo;
   lo.worker_path = "/bin/true";
   lo.data_dir = dir;
@@ -108,7 +107,7 @@ int main(int argc, char** argv) {
   auto regions = parse_regions_yaml(
       "regions:\n  - {name: DE, nodes: 4, intensity: 300}\n  - {name: FR, nodes: 4, intensity: 60}\n", "bench");
   SchedulerOptions so;
-  Scheduler sched(registry, clock, *placer, regions, {{"DE", local.get()}, {"FR", local.get()}}, &metrics, so);
+  Scheduler sched(registry, clock, regions, {{"DE", local.get()}, {"FR", local.get()}}, &metrics, so);
   ApiOptions ao;
   ao.threads = 64;
   ApiServer api(registry, sched, auth, metrics, ao);

@@ -238,6 +238,7 @@ struct ApiServer::Impl {
         if (c < 0x21 || c > 0x7e)
           throw ApiError(400, "invalid_header", "Idempotency-Key: printable ASCII only", "Idempotency-Key");
       JobSpec spec = parse_job_spec_text(req.body);
+      check_worker_spec(spec.worker);  // the worker's own schema: 400 naming worker.<field>
       check_against_config(spec);
       auto r = reg.submit(p.token_tenant, std::move(spec), key);
       if (r.created) {
@@ -402,7 +403,33 @@ struct ApiServer::Impl {
                          {"pue", r.pue},
                          {"executor", r.executor}});
       }
-      send_json(res, 200, {{"items", items}, {"placer", sched.placer().name()}});
+      send_json(res, 200, {{"items", items}, {"policy", sched.policy_name()}});
+    }));
+
+    // The intensity in force now (what workers integrate their energy with):
+    // any token of the tokens file, or the worker token of a job not finished.
+    s.Get(R"(/v1/regions/([^/]{1,128})/intensity)", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      const std::string header = req.get_header_value("Authorization");
+      auto token = bearer_token(header);
+      if (!token) auth.authenticate(header);  // throws the right 401
+      if (!auth.lookup(*token)) {
+        bool job_token = false;
+        for (const auto& j : reg.live_jobs())
+          if (!j.worker_token.empty() && j.worker_token == *token) job_token = true;
+        if (!job_token) throw ApiError(401, "unauthenticated", "unknown token", "Authorization");
+      }
+      only_params(req, {});
+      const std::string name = req.matches[1].str();
+      const auto& regions = sched.region_configs();
+      auto it = std::find_if(regions.begin(), regions.end(), [&](const RegionConfig& r) { return r.name == name; });
+      if (it == regions.end()) throw ApiError(404, "not_found", "no region '" + name + "'", "name");
+      double v = 0;
+      try {
+        v = intensity_in_force(*it, reg.clock().now_ms(), opt.intensity);
+      } catch (const std::exception& e) {
+        throw ApiError(503, "intensity_unavailable", "region " + name + ": " + e.what());
+      }
+      send_json(res, 200, {{"region", name}, {"gco2_per_kwh", v}});
     }));
   }
 

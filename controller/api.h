@@ -12,6 +12,9 @@
 //   GET    /v1/jobs/{id}/logs        rank, offset, follow                user, admin
 //   POST   /v1/jobs/{id}/status      worker progress push                worker, the job's token
 //   GET    /v1/regions               intensity, forecast, capacity, PUE  user, admin
+//   GET    /v1/regions/{name}/intensity  {"region", "gco2_per_kwh"} in force now
+//                                    (intensity_in_force)                any file token,
+//                                                                        a live job's token
 //   GET    /                         built-in status page (HTML)         no token
 //   GET    /v1/openapi.json, /healthz, /readyz, /metrics                 no token
 //
@@ -43,6 +46,7 @@ struct ApiOptions {
   size_t max_decisions = 50;
   int threads = 16;
   std::string tls_cert, tls_key;  // both set: HTTPS
+  const IntensitySource* intensity = nullptr;  // `zone:` regions (GET /v1/regions/{name}/intensity)
 };
 
 class ApiServer {

@@ -1,5 +1,7 @@
 #include "controller/api_types.h"
 
+#include "worker/config.h"
+
 #include <openssl/sha.h>
 
 #include <cstdio>
@@ -166,6 +168,35 @@ JobSpec parse_job_spec(const json& body) {
     }
   }
   return s;
+}
+
+void check_worker_spec(const json& worker) {
+  if (!worker.is_object()) bad("worker", "expected an object, got " + type_name(worker));
+  // The worker reads this object (its job.json) over its defaults, then the
+  // GREENSHARD_* variables the executors set at launch override job_id,
+  // checkpoint.dir, summary_path, metrics.port, carbon.region,
+  // carbon.gco2_per_kwh, carbon.pue, status.url, status.token (and
+  // carbon.intensity_url, device when configured; docs/worker-controller.md).
+  // Their defaults are valid, so a spec that leaves them to the controller
+  // passes, and one that sets them has them checked as written. Not checked
+  // here: what needs the launch environment (the data files exist and hold
+  // tokens, the device is there, the rendezvous variables); the worker checks
+  // those at start, exits 2, and its message becomes the failure_reason.
+  greenshard::JobConfig cfg;
+  try {
+    greenshard::apply_config_text(cfg, worker.dump(), "");
+    greenshard::validate(cfg);
+  } catch (const greenshard::ConfigError& e) {
+    const std::string what = e.what();
+    if (e.field.empty()) throw ApiError(400, "invalid_field", "worker: " + what, "worker");
+    bool known = false;
+    for (const auto& f : greenshard::config_fields())
+      known = known || f.path == e.field || f.path.rfind(e.field + ".", 0) == 0;
+    const std::string message = what.rfind(e.field, 0) == 0 ? "worker." + what : "worker." + e.field + ": " + what;
+    throw ApiError(400, known ? "invalid_field" : "unknown_field", message, "worker." + e.field);
+  } catch (const std::exception& e) {
+    throw ApiError(400, "invalid_field", std::string("worker: ") + e.what(), "worker");
+  }
 }
 
 JobSpec parse_job_spec_text(std::string_view text) {

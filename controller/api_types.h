@@ -10,7 +10,9 @@
 //     anything that needs the controller's configuration (known regions,
 //     capacity) is checked later by the API and reported as 422;
 //   - `worker` is passed to the worker unchanged (docs/worker-controller.md),
-//     it must be an object no larger than kMaxWorkerPayload bytes.
+//     it must be an object no larger than kMaxWorkerPayload bytes; its fields
+//     are checked by check_worker_spec() (POST /v1/jobs calls both; a stored
+//     job is not re-checked when it is loaded).
 #pragma once
 
 #include <cstdint>
@@ -60,6 +62,12 @@ struct JobSpec {
 
 // Parses and validates a submitted spec (see the contract above). Throws ApiError.
 JobSpec parse_job_spec(const nlohmann::json& body);
+// Checks `worker` with the worker's own job-spec schema (worker/config.h):
+// unknown fields, types, ranges and cross-field rules, as greenshard-worker
+// checks its job.json at start. Throws ApiError 400 whose field is the
+// worker field prefixed with "worker." ("worker.sharding.strategy"); code
+// "unknown_field" for a field the worker does not know, else "invalid_field".
+void check_worker_spec(const nlohmann::json& worker);
 // Parses text as JSON then calls parse_job_spec. Throws ApiError (400
 // "invalid_json" for a syntax error, 413 for more than kMaxBodyBytes).
 JobSpec parse_job_spec_text(std::string_view text);

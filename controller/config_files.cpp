@@ -67,6 +67,15 @@ int integer(const YAML::Node& v, const std::string& where, int lo, int hi) {
   return int(x);
 }
 
+bool boolean(const YAML::Node& v, const std::string& where) {
+  if (v.IsScalar()) {
+    const std::string t = v.Scalar();
+    if (t == "true") return true;
+    if (t == "false") return false;
+  }
+  throw std::runtime_error(where + ": expected true or false");
+}
+
 }  // namespace
 
 CarbonSourceConfig load_carbon_source_file(const std::string& path) {
@@ -88,6 +97,8 @@ CarbonSourceConfig parse_carbon_source_yaml(const std::string& text, const std::
     else if (k == "forecast_horizon_hours") c.forecast_horizon_hours = integer(v, w, 1, 168);
     else if (k == "max_stale_seconds") c.max_stale_seconds = integer(v, w, 0, 7 * 86400);
     else if (k == "data_dir") c.data_dir = scalar(v, w);
+    else if (k == "forecaster") c.forecaster = scalar(v, w);
+    else if (k == "replay") c.replay = boolean(v, w);
     else if (k == "url") c.url = scalar(v, w);
     else if (k == "api_key_file") c.api_key_file = scalar(v, w);
     else throw std::runtime_error(origin + ": unknown key '" + k + "'");
@@ -106,9 +117,17 @@ CarbonSourceConfig parse_carbon_source_yaml(const std::string& text, const std::
     not_for("api_key_file");
     if (!c.data_dir.empty() && c.data_dir.front() != '/')
       throw std::runtime_error(origin + ": data_dir: must be an absolute path or empty, got '" + c.data_dir + "'");
+    if (const std::string e = forecaster_spec_error(c.forecaster); !e.empty())
+      throw std::runtime_error(origin + ": forecaster: " + e);
+    if (c.forecaster.rfind("perfect", 0) == 0 && !c.replay)
+      throw std::runtime_error(origin + ": forecaster: '" + c.forecaster +
+                               "' uses the recorded future, which a running service does not have; "
+                               "allowed only with replay: true (a simulation replay)");
     return c;
   }
   not_for("data_dir");
+  not_for("forecaster");  // live sources: the source's own forecast
+  not_for("replay");
   if (c.url.empty()) throw std::runtime_error(origin + ": url: required for source " + c.source);
   const size_t sep = c.url.find("://");
   const bool scheme = c.url.rfind("http://", 0) == 0 || c.url.rfind("https://", 0) == 0;
@@ -171,10 +190,5 @@ void apply_hardware_yaml(const std::string& text, const std::string& origin, std
   }
   for (auto& [r, p] : set) r->hardware = p;  // all or nothing
 }
-
-#ifndef GREENSHARD_HAVE_CARBON
-std::unique_ptr<IntensitySource> make_intensity_source(const CarbonSourceConfig&) { return nullptr; }
-std::vector<std::string> known_hardware_profiles() { return {}; }
-#endif
 
 }  // namespace controller

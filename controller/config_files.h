@@ -11,10 +11,20 @@
 //                                # value may be when the source fails
 //                                # (carbon::StaleFallbackProvider), [0, 604800]
 //   # source: file
-//   data_dir: ""                 # "" = carbon/'s shipped 2023 data, else a
+//   data_dir: ""                 # "" = carbon/'s shipped data, else a
 //                                # directory in the same layout (zones.csv,
-//                                # 2023/<zone>.csv); replayed at the same hour
-//                                # of the year
+//                                # <year>/<zone>.csv for each year held;
+//                                # carbon/catalog.h); replayed at the same hour
+//                                # of the recording when now is outside it
+//   forecaster: blend            # carbon::make_forecaster name over the
+//                                # replayed history before floor_hour(now):
+//                                # persistence | seasonal24 | seasonal168 |
+//                                # blend | <name>+noise<pct>; the forecaster
+//                                # is given only the past, never the future
+//   replay: false                # true: a simulation replay, which alone may
+//                                # use forecaster: perfect (the recorded
+//                                # future, also perfect+noise<pct>); perfect
+//                                # without replay: true is an error
 //   # source: carbon-aware-sdk | electricitymaps
 //   url: https://api.electricitymap.org     # http(s)://, required
 //   api_key_file: /etc/greenshard/secrets/electricitymaps-api-key
@@ -39,6 +49,11 @@
 
 #include "controller/regions.h"
 
+namespace carbon {
+class Catalog;
+class Forecaster;
+}  // namespace carbon
+
 namespace controller {
 
 struct CarbonSourceConfig {
@@ -48,6 +63,8 @@ struct CarbonSourceConfig {
   int forecast_horizon_hours = 48;
   int max_stale_seconds = 6 * 3600;
   std::string data_dir;               // file
+  std::string forecaster = "blend";   // file: carbon::make_forecaster name
+  bool replay = false;                // file: may use the recorded future (perfect)
   std::string url;                    // live sources
   std::string api_key_file;
   std::string api_key;                // read from api_key_file (trimmed)
@@ -64,6 +81,26 @@ CarbonSourceConfig parse_carbon_source_yaml(const std::string& text, const std::
 // and key (e.g. a data_dir that does not hold the data); nullptr when built
 // without carbon/.
 std::unique_ptr<IntensitySource> make_intensity_source(const CarbonSourceConfig& config);
+
+// source: file. The catalog's series, laid end to end (period = its length)
+// with every recorded hour at its own time: inside the recorded range times
+// are used as they are, outside it the same hour of the recording is
+// replayed. forecast(zone, now_ms, horizon_h) returns horizon_h + 1 hourly
+// points from floor_hour(now_ms): the values of
+// carbon::forecast_series(*forecaster, replayed, now, horizon_h + 1) (equal to
+// it on catalog.series(zone) wherever that is defined). A forecaster named
+// perfect* is given the replayed future too; every other one only the
+// history it needs before floor_hour(now_ms) (it cannot see the future).
+// current() is the replayed value in force; stats() the forecaster's name and
+// live error per zone. make_intensity_source (source: file) and
+// make_carbon_intensity_source() (regions.h: shipped data, blend) build
+// through this. Throws std::runtime_error when forecaster is null.
+std::unique_ptr<IntensitySource> make_file_intensity_source(carbon::Catalog catalog,
+                                                            std::shared_ptr<const carbon::Forecaster> forecaster);
+
+// "" when `spec` names a carbon::make_forecaster forecaster, else the error
+// (listing the names).
+std::string forecaster_spec_error(const std::string& spec);
 
 // Sets RegionConfig::hardware from a hardware file; throws naming the file
 // and key (a region not in `regions`, an unknown profile with the known ones).

@@ -16,6 +16,7 @@
 #include "controller/executor_k8s.h"
 
 #include "controller/base64.h"
+#include "worker/config.h"  // kConfigErrorPrefix
 
 namespace controller {
 
@@ -24,9 +25,46 @@ using json = nlohmann::json;
 namespace {
 
 struct Gang {
-  std::string name;
-  bool stopping = false;
+  std::string name, uid;
+  int procs_per_node = 1;
+  // The controller asked this gang to stop (stop(), or a persisted runtime
+  // that says so at adopt()): its end, including the Job's disappearance,
+  // is a preemption, not a failure.
+  bool stop_requested = false;
+  GangPhase last = GangPhase::kStarting;  // reported while the API cannot answer
 };
+
+// What the pods of an ended Job tell.
+struct PodsVerdict {
+  bool config_error = false;  // a worker exited 2
+  bool disrupted = false;     // a pod with DisruptionTarget=True (eviction, preemption, drain)
+  bool only_killed = true;    // every non-zero exit is 137 or 143 (SIGKILL / SIGTERM)
+  json summary;               // the worker's summary, from a termination message
+  std::string failure;        // "pod P (index I) exited N: <last line>", first failure
+  bool failure_is_config = false;
+};
+
+std::string last_line(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  const size_t nl = s.find_last_of('\n');
+  if (nl != std::string::npos) s = s.substr(nl + 1);
+  if (s.size() > 300) s = s.substr(0, 300) + "...";
+  return s;
+}
+
+// The worker's configuration error in a log tail (the last line starting
+// with greenshard::kConfigErrorPrefix, without it); "" when none.
+std::string config_error_line(const std::string& text) {
+  const std::string prefix = greenshard::kConfigErrorPrefix;
+  std::string found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size()) found = line.substr(prefix.size());
+  }
+  if (found.size() > 512) found = found.substr(0, 509) + "...";
+  return found;
+}
 
 class KubernetesExecutor final : public Executor {
  public:
@@ -39,123 +77,229 @@ class KubernetesExecutor final : public Executor {
     KubeObjects o = render_kube_objects(g, c_, grace_, "", defaults_);
     const std::string ns = c_.namespace_;
     json created = call("POST", "/apis/batch/v1/namespaces/" + ns + "/jobs", o.job, {201, 200});
-    const std::string uid = created["metadata"].value("uid", "");
-    if (uid.empty()) throw std::runtime_error("kubernetes: created Job " + o.name + " has no uid");
-    KubeObjects owned = render_kube_objects(g, c_, grace_, uid, defaults_);
-    call("POST", "/api/v1/namespaces/" + ns + "/services", owned.service, {201, 200});
-    call("POST", "/api/v1/namespaces/" + ns + "/configmaps", owned.config_map, {201, 200});
+    const std::string uid = created.is_object() && created.contains("metadata") && created["metadata"].is_object()
+                                ? str(created["metadata"], "uid")
+                                : "";
+    try {
+      if (uid.empty()) throw std::runtime_error("kubernetes: created Job " + o.name + " has no uid");
+      KubeObjects owned = render_kube_objects(g, c_, grace_, uid, defaults_);
+      call("POST", "/api/v1/namespaces/" + ns + "/services", owned.service, {201, 200});
+      call("POST", "/api/v1/namespaces/" + ns + "/configmaps", owned.config_map, {201, 200});
+    } catch (...) {
+      // A Job without its Service or ConfigMap cannot run: take it down, so
+      // the restart (a new attempt) does not race a half-made gang.
+      remove(o.name, "Background");
+      throw;
+    }
+    Gang gang;
+    gang.name = o.name;
+    gang.uid = uid;
+    gang.procs_per_node = g.spec.procs_per_node;
     {
       std::lock_guard<std::mutex> l(mu_);
-      gangs_[g.job_id] = {o.name, false};
-      procs_[g.job_id] = g.spec.procs_per_node;
+      gangs_[g.job_id] = gang;
     }
     GangStatus st;
     st.phase = GangPhase::kStarting;
-    st.runtime = {{"executor", "kubernetes"}, {"name", o.name}, {"uid", uid}, {"namespace", ns},
-                  {"procs_per_node", g.spec.procs_per_node}};
+    st.runtime = runtime_of(gang);
     return st;
   }
 
+  // The mapping (docs/controller.md, "Kubernetes: how a gang's end is read"):
+  //   Job 404, stop requested               -> kPreempted (stopped as asked)
+  //   Job 404, not requested                -> kFailed (deleted by someone else)
+  //   Complete, stop requested              -> kPreempted
+  //   Complete, summary state "preempted"   -> kPreempted
+  //   Complete, a pod disrupted (exit 0)    -> kPreempted
+  //   Complete otherwise                    -> kSucceeded
+  //   Failed, a worker exited 2             -> kConfigError
+  //   Failed, stop requested, only exits 137/143 -> kPreempted (killed after the grace)
+  //   Failed otherwise                      -> kFailed
+  //   suspended (Kueue) or a pod not ready  -> kStarting
+  //   every pod ready (or active)           -> kRunning
+  //   the API cannot answer                 -> the last phase reported
   GangStatus poll(const std::string& id) override {
     GangStatus st;
-    std::string name = name_of(id);
-    if (name.empty()) {
+    Gang g;
+    if (!find(id, &g)) {
       st.phase = GangPhase::kUnknown;
       st.message = "no such gang in this cluster";
       return st;
     }
-    st.runtime = {{"executor", "kubernetes"}, {"name", name}, {"namespace", c_.namespace_}};
+    st.runtime = runtime_of(g);
+    const std::string& name = g.name;
     int code = 0;
-    json job = get("/apis/batch/v1/namespaces/" + c_.namespace_ + "/jobs/" + name, &code);
+    json job = get(job_path(name), &code);
     if (code == 404) {
       forget(id);
-      st.phase = GangPhase::kFailed;
-      st.message = "Job " + name + " disappeared from the cluster";
+      if (g.stop_requested) {
+        st.phase = GangPhase::kPreempted;
+        st.message = "Job " + name + " was deleted by the controller to stop the gang (stopped as asked)";
+      } else {
+        st.phase = GangPhase::kFailed;
+        st.message = "Job " + name + " disappeared from the cluster (deleted by someone else)";
+      }
       return st;
     }
-    const json status = job.value("status", json::object());
-    for (const auto& cond : status.value("conditions", json::array())) {
-      if (cond.value("status", "") != "True") continue;
-      const std::string type = cond.value("type", "");
-      if (type == "Complete") {
-        forget(id);
-        st.phase = GangPhase::kSucceeded;
-        st.message = "Job " + name + " completed";
-        return st;
-      }
-      if (type == "Failed") {
-        st.phase = GangPhase::kFailed;
-        st.message = "Job " + name + " failed: " + cond.value("reason", "") + " " + cond.value("message", "");
-        if (any_pod_exit(name, 2)) {
-          st.phase = GangPhase::kConfigError;
-          st.message += " (a worker exited 2: bad configuration)";
-        }
-        // The gang restarts as a new Job; remove this one (and, through the
-        // owner references, its Service and ConfigMap).
-        remove(name);
-        forget(id);
-        return st;
-      }
+    if (code != 200) {
+      st.phase = g.last;
+      st.message = "kubernetes API " + (code == 0 ? std::string("unreachable") : "HTTP " + std::to_string(code)) +
+                   " reading Job " + name + "; keeping the last phase seen";
+      return st;
     }
-    const bool suspended = job["spec"].value("suspend", false);
-    st.phase = (!suspended && status.value("active", 0) > 0) ? GangPhase::kRunning : GangPhase::kStarting;
+    const json status = obj(job, "status");
+    const json spec = obj(job, "spec");
+    std::string ended, ended_why;
+    if (status.contains("conditions") && status["conditions"].is_array())
+      for (const auto& cond : status["conditions"]) {
+        if (!cond.is_object() || str(cond, "status") != "True") continue;
+        const std::string type = str(cond, "type");
+        if (type == "Complete" || type == "Failed") {
+          ended = type;
+          ended_why = str(cond, "reason") + (str(cond, "message").empty() ? "" : " " + str(cond, "message"));
+          break;
+        }
+      }
+    if (ended == "Complete") {
+      PodsVerdict v = inspect_pods(name);
+      st.summary = v.summary;
+      const std::string state = v.summary.is_object() ? str(v.summary, "state") : "";
+      const std::string said = state.empty() ? "" : " (summary: " + state + ")";
+      if (g.stop_requested) {
+        st.phase = GangPhase::kPreempted;
+        st.message = "Job " + name + " ended after the controller asked it to stop (stopped as asked)" + said;
+      } else if (state == "preempted") {
+        st.phase = GangPhase::kPreempted;
+        st.message = "Job " + name + " completed after the worker checkpointed on SIGTERM" + said;
+      } else if (v.disrupted) {
+        st.phase = GangPhase::kPreempted;
+        st.message = "Job " + name + " completed after Kubernetes disrupted a pod (DisruptionTarget)" + said;
+      } else {
+        st.phase = GangPhase::kSucceeded;
+        st.message = "Job " + name + " completed" + said;
+      }
+      forget(id);
+      return st;
+    }
+    if (ended == "Failed") {
+      PodsVerdict v = inspect_pods(name);
+      st.message = "Job " + name + " failed: " + ended_why + (v.failure.empty() ? "" : "; " + v.failure);
+      if (v.config_error) {
+        st.phase = GangPhase::kConfigError;
+        st.message += " (a worker exited 2: bad configuration)";
+      } else if (g.stop_requested && v.only_killed) {
+        st.phase = GangPhase::kPreempted;
+        st.message = "Job " + name + " was stopped as asked; ranks were killed after the grace period (" +
+                     ended_why + ")";
+      } else {
+        st.phase = GangPhase::kFailed;
+      }
+      // The gang restarts as a new Job; remove this one (and, through the
+      // owner references, its Service and ConfigMap). A stopped gang's
+      // deletion is already under way.
+      if (!g.stop_requested) remove(name, "Background");
+      forget(id);
+      return st;
+    }
+    if (g.stop_requested && !obj(job, "metadata").contains("deletionTimestamp"))
+      remove(name, kStopPropagation);  // the delete of stop() did not get through
+    const bool suspended = spec.value("suspend", false) == true;
+    const int want = int_of(spec, "parallelism", int_of(spec, "completions", 1));
+    const int active = int_of(status, "active", 0), succeeded = int_of(status, "succeeded", 0);
+    // status.ready counts pods whose containers run (Ready); clusters that
+    // do not report it leave only active (pending or running).
+    const int ready = status.contains("ready") ? int_of(status, "ready", 0) : active;
+    if (suspended) {
+      st.phase = GangPhase::kStarting;
+      st.message = "Job " + name + " is suspended (waiting for admission by Kueue)";
+    } else if (active > 0 && ready + succeeded >= want) {
+      st.phase = GangPhase::kRunning;
+    } else {
+      st.phase = GangPhase::kStarting;
+      st.message = std::to_string(ready) + " of " + std::to_string(want) + " pods of Job " + name + " ready";
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = gangs_.find(id); it != gangs_.end()) it->second.last = st.phase;
     return st;
   }
 
+  // Deletes the Job with Foreground propagation: the Job stays visible
+  // (with a deletionTimestamp) until its pods have ended (each gets SIGTERM
+  // and terminationGracePeriodSeconds to checkpoint) and its Service and
+  // ConfigMap are gone; its disappearance then means "stopped as asked".
   void stop(const std::string& id, std::chrono::milliseconds) override {
-    std::string name = name_of(id);
-    if (name.empty()) return;
+    std::string name;
     {
       std::lock_guard<std::mutex> l(mu_);
-      gangs_[id].stopping = true;
+      auto it = gangs_.find(id);
+      if (it == gangs_.end()) return;
+      it->second.stop_requested = true;
+      name = it->second.name;
     }
-    remove(name);
+    remove(name, kStopPropagation);
   }
 
   void tick() override {}
 
   bool gone(const std::string& id) override {
-    std::string name = name_of(id);
-    if (name.empty()) return true;
+    Gang g;
+    if (!find(id, &g)) return true;
     int code = 0;
-    get("/apis/batch/v1/namespaces/" + c_.namespace_ + "/jobs/" + name, &code);
+    json job = get(job_path(g.name), &code);
     if (code == 404) {
       forget(id);
       return true;
     }
+    if (code == 200 && g.stop_requested && !obj(job, "metadata").contains("deletionTimestamp"))
+      remove(g.name, kStopPropagation);  // retry a delete that did not get through
     return false;
   }
 
+  // runtime: what start() and poll() returned ({"executor": "kubernetes",
+  // "name", "uid", "namespace", "procs_per_node", "stop_requested"?}); the
+  // scheduler's own "suspending": true (it asked the gang to stop at the end
+  // of its window) counts as a stop request too. A gang whose stop was
+  // requested is watched again even when its Job is already gone: the next
+  // poll() reports kPreempted (stopped as asked), not a lost gang. When the
+  // API server cannot answer, the gang is watched again too (poll() decides
+  // later): restarting it now could run it twice.
   bool adopt(const std::string& id, const json& runtime, std::chrono::milliseconds) override {
-    if (!runtime.is_object() || runtime.value("executor", "") != "kubernetes") return false;
-    const std::string name = runtime.value("name", "");
-    if (name.empty()) return false;
+    if (!runtime.is_object() || str(runtime, "executor") != "kubernetes") return false;
+    Gang g;
+    g.name = str(runtime, "name");
+    if (g.name.empty()) return false;
+    g.uid = str(runtime, "uid");
+    g.procs_per_node = std::max(1, int_of(runtime, "procs_per_node", 1));
+    g.stop_requested = runtime.value("stop_requested", json(false)) == true ||
+                       runtime.value("suspending", json(false)) == true;
     int code = 0;
-    json job = get("/apis/batch/v1/namespaces/" + c_.namespace_ + "/jobs/" + name, &code);
-    if (code != 200) return false;
+    json job = get(job_path(g.name), &code);
+    if (code == 404 && !g.stop_requested) return false;
+    if (code == 200) {
+      const json meta = obj(job, "metadata");
+      if (!g.uid.empty() && str(meta, "uid") != g.uid) return false;  // another Job of that name
+      if (g.stop_requested && !meta.contains("deletionTimestamp")) remove(g.name, kStopPropagation);
+    }
     std::lock_guard<std::mutex> l(mu_);
-    gangs_[id] = {name, false};
-    procs_[id] = runtime.value("procs_per_node", 1);
+    gangs_[id] = g;
     return true;
   }
 
   std::optional<std::string> logs(const std::string& id, int rank, int64_t offset,
                                   int64_t max_bytes) override {
-    std::string name = name_of(id);
-    if (name.empty()) return std::nullopt;
-    int ppn;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      ppn = std::max(1, procs_[id]);
-    }
+    Gang g;
+    if (!find(id, &g)) return std::nullopt;
+    const int ppn = std::max(1, g.procs_per_node);
     int code = 0;
     json pods = get("/api/v1/namespaces/" + c_.namespace_ + "/pods?labelSelector=" +
-                        httplib::detail::encode_query_param("job-name=" + name +
+                        httplib::detail::encode_query_param("job-name=" + g.name +
                                                             ",batch.kubernetes.io/job-completion-index=" +
                                                             std::to_string(rank / ppn)),
                     &code);
-    if (code != 200 || pods.value("items", json::array()).empty()) return std::nullopt;
-    std::string pod = pods["items"][0]["metadata"].value("name", "");
+    if (code != 200 || !pods.contains("items") || !pods["items"].is_array() || pods["items"].empty())
+      return std::nullopt;
+    std::string pod = str(obj(pods["items"][0], "metadata"), "name");
+    if (pod.empty()) return std::nullopt;
     auto res = client().Get("/api/v1/namespaces/" + c_.namespace_ + "/pods/" + pod + "/log");
     if (!res || res->status != 200) return std::nullopt;
     if (offset >= int64_t(res->body.size())) return std::string();
@@ -163,6 +307,36 @@ class KubernetesExecutor final : public Executor {
   }
 
  private:
+  static constexpr const char* kStopPropagation = "Foreground";
+
+  // Tolerant readers of API objects (a field of another type reads as absent).
+  static std::string str(const json& o, const char* k) {
+    if (!o.is_object()) return "";
+    auto it = o.find(k);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+  }
+  static int int_of(const json& o, const char* k, int dflt) {
+    if (!o.is_object()) return dflt;
+    auto it = o.find(k);
+    return it != o.end() && it->is_number_integer() ? it->get<int>() : dflt;
+  }
+  static json obj(const json& o, const char* k) {
+    if (!o.is_object()) return json::object();
+    auto it = o.find(k);
+    return it != o.end() && it->is_object() ? *it : json::object();
+  }
+
+  json runtime_of(const Gang& g) const {
+    json rt = {{"executor", "kubernetes"}, {"name", g.name}, {"uid", g.uid}, {"namespace", c_.namespace_},
+               {"procs_per_node", g.procs_per_node}};
+    if (g.stop_requested) rt["stop_requested"] = true;
+    return rt;
+  }
+
+  std::string job_path(const std::string& name) const {
+    return "/apis/batch/v1/namespaces/" + c_.namespace_ + "/jobs/" + name;
+  }
+
   httplib::Client client() const {
     httplib::Client cli(c_.server);
     if (!c_.token.empty()) cli.set_bearer_token_auth(c_.token);
@@ -185,7 +359,8 @@ class KubernetesExecutor final : public Executor {
         return j.is_discarded() ? json::object() : j;
       }
     auto j = json::parse(res->body, nullptr, false);
-    std::string msg = j.is_object() ? j.value("message", res->body) : res->body;
+    std::string msg = j.is_object() ? str(j, "message") : "";
+    if (msg.empty()) msg = res->body;
     throw std::runtime_error("kubernetes " + method + " " + path + ": HTTP " + std::to_string(res->status) +
                              ": " + msg);
   }
@@ -201,31 +376,72 @@ class KubernetesExecutor final : public Executor {
     return j.is_discarded() || !j.is_object() ? json::object() : j;
   }
 
-  void remove(const std::string& name) {
+  void remove(const std::string& name, const char* propagation) {
     auto cli = client();
-    json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
-    auto res = cli.Delete("/apis/batch/v1/namespaces/" + c_.namespace_ + "/jobs/" + name, opts.dump(),
-                          "application/json");
-    (void)res;  // 404: already gone; errors are retried by the next stop/gone
+    json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", propagation}};
+    auto res = cli.Delete(job_path(name), opts.dump(), "application/json");
+    (void)res;  // 404: already gone; a stop's delete is retried by poll() and gone()
   }
 
-  bool any_pod_exit(const std::string& name, int exit_code) {
+  // The pods of an ended Job: exit codes, disruptions, and the worker's
+  // summary from a termination message (a JSON object with "state", written
+  // by a worker that exited 0; with terminationMessagePolicy
+  // FallbackToLogsOnError a failed container's message is its log tail).
+  PodsVerdict inspect_pods(const std::string& name) {
+    PodsVerdict v;
     int code = 0;
     json pods = get("/api/v1/namespaces/" + c_.namespace_ + "/pods?labelSelector=" +
                         httplib::detail::encode_query_param("job-name=" + name),
                     &code);
-    for (const auto& p : pods.value("items", json::array()))
-      for (const auto& cs : p["status"].value("containerStatuses", json::array()))
-        if (cs.contains("state") && cs["state"].contains("terminated") &&
-            cs["state"]["terminated"].value("exitCode", -1) == exit_code)
-          return true;
-    return false;
+    if (!pods.contains("items") || !pods["items"].is_array()) return v;
+    int summary_index = -1;
+    for (const auto& p : pods["items"]) {
+      const json meta = obj(p, "metadata"), status = obj(p, "status");
+      const std::string pod = str(meta, "name");
+      std::string index = str(obj(meta, "annotations"), "batch.kubernetes.io/job-completion-index");
+      if (index.empty()) index = str(obj(meta, "labels"), "batch.kubernetes.io/job-completion-index");
+      if (status.contains("conditions") && status["conditions"].is_array())
+        for (const auto& c : status["conditions"])
+          if (str(c, "type") == "DisruptionTarget" && str(c, "status") == "True") v.disrupted = true;
+      if (!status.contains("containerStatuses") || !status["containerStatuses"].is_array()) continue;
+      for (const auto& cs : status["containerStatuses"]) {
+        const json term = obj(obj(cs, "state"), "terminated");
+        if (term.empty()) continue;
+        const int exit = int_of(term, "exitCode", -1);
+        const std::string msg = str(term, "message");
+        if (exit == 0) {
+          json s = json::parse(msg, nullptr, false);
+          const int at = index.empty() ? 1 << 20 : std::atoi(index.c_str());
+          if (s.is_object() && s.contains("state") && s["state"].is_string() &&
+              (summary_index < 0 || at < summary_index)) {
+            v.summary = s;  // rank 0's (the lowest index) when several wrote one
+            summary_index = at;
+          }
+          continue;
+        }
+        if (exit == 2) v.config_error = true;
+        if (exit != 137 && exit != 143) v.only_killed = false;
+        if (v.failure.empty() || (exit == 2 && !v.failure_is_config)) {
+          v.failure = "pod " + pod + (index.empty() ? "" : " (index " + index + ")") + " exited " +
+                      std::to_string(exit);
+          v.failure_is_config = exit == 2;
+          // Exit 2: the worker's own words (its config error line) when the
+          // log tail holds them.
+          std::string line = exit == 2 ? config_error_line(msg) : "";
+          if (line.empty()) line = last_line(msg);
+          if (!line.empty()) v.failure += ": " + line;
+        }
+      }
+    }
+    return v;
   }
 
-  std::string name_of(const std::string& id) {
+  bool find(const std::string& id, Gang* g) {
     std::lock_guard<std::mutex> l(mu_);
     auto it = gangs_.find(id);
-    return it == gangs_.end() ? "" : it->second.name;
+    if (it == gangs_.end()) return false;
+    *g = it->second;
+    return true;
   }
   void forget(const std::string& id) {
     std::lock_guard<std::mutex> l(mu_);
@@ -237,7 +453,6 @@ class KubernetesExecutor final : public Executor {
   WorkerDefaults defaults_;
   std::mutex mu_;
   std::map<std::string, Gang> gangs_;
-  std::map<std::string, int> procs_;
 };
 
 std::string read_file(const std::string& path, const std::string& what) {

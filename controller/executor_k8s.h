@@ -17,8 +17,15 @@
 //   - a headless Service (clusterIP: None, publishNotReadyAddresses: true)
 //     and a ConfigMap holding job.json, both owned by the Job
 //     (ownerReferences), so deleting the Job removes them.
-// It follows the Job's status (and its pods' exit codes on failure) and
-// deletes the Job (propagationPolicy Background) on stop.
+// It follows the Job's status (and, once it ended, its pods: exit codes,
+// DisruptionTarget conditions, termination messages; the mapping to
+// GangPhase is at KubernetesExecutor::poll and in docs/controller.md) and
+// deletes the Job on stop with propagationPolicy Foreground, so the Job
+// stays until its pods have checkpointed and ended. A stop the controller
+// requested makes the gang's end (Complete, or the Job gone) kPreempted,
+// never kFailed; the request is kept in the runtime ("stop_requested", or
+// the scheduler's "suspending") and survives adopt(), which then watches
+// the gang again even when its Job is already gone.
 //
 // Worker defaults (the chart's worker-defaults.yaml, read from the file named
 // by GREENSHARD_WORKER_DEFAULTS_FILE) add cluster policy to every worker pod:

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include <thread>
 
 #include "controller/executor.h"
+#include "worker/config.h"  // kConfigErrorPrefix
 
 extern char** environ;
 
@@ -91,6 +93,37 @@ std::string describe(int status) {
   if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "status " + std::to_string(status);
+}
+
+constexpr const char* kAttemptBanner = "=== greenshard: attempt ";
+
+// The worker's configuration error (the last line of this attempt's log that
+// starts with greenshard::kConfigErrorPrefix), without the prefix and at
+// most 512 bytes; "" when there is none. Reads only the log's last 64 KiB.
+std::string worker_config_error(const std::string& log_path) {
+  constexpr std::streamoff kTail = 64 * 1024;
+  constexpr size_t kMaxMessage = 512;
+  std::ifstream in(log_path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - kTail);
+  in.seekg(from);
+  std::string text(size_t(size - from), '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(size_t(in.gcount()));
+  // Earlier attempts' lines stay in the (appended) log: start at this one's banner.
+  const size_t banner = text.rfind(kAttemptBanner);
+  if (banner != std::string::npos) text.erase(0, banner);
+  const std::string prefix = greenshard::kConfigErrorPrefix;
+  std::string found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size()) found = line.substr(prefix.size());
+  }
+  if (found.size() > kMaxMessage) found = found.substr(0, kMaxMessage - 3) + "...";
+  return found;
 }
 
 struct Rank {
@@ -193,7 +226,7 @@ class LocalExecutor final : public Executor {
         kill_and_reap(g);
         throw std::runtime_error("cannot open " + log + ": " + std::strerror(errno));
       }
-      std::string banner = "=== greenshard: attempt " + std::to_string(gs.attempt) + ", rank " +
+      std::string banner = kAttemptBanner + std::to_string(gs.attempt) + ", rank " +
                            std::to_string(r) + "/" + std::to_string(world) + " ===\n";
       (void)!::write(fd, banner.data(), banner.size());
       const pid_t pgid = g.pgid;
@@ -384,6 +417,11 @@ class LocalExecutor final : public Executor {
         if (!ok && !g.failed && !(g.stopping && WIFSIGNALED(k.status))) {
           g.failed = true;
           g.failure = "rank " + std::to_string(r) + " failed: " + describe(k.status);
+          // Exit 2: the worker rejected its configuration; say why in its words.
+          if (WIFEXITED(k.status) && WEXITSTATUS(k.status) == 2) {
+            const std::string why = worker_config_error(g.dir + "/logs/rank-" + std::to_string(r) + ".log");
+            if (!why.empty()) g.failure = "rank " + std::to_string(r) + ": " + why;
+          }
           ::kill(-g.pgid, SIGKILL);
         }
       }

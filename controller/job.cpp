@@ -277,4 +277,25 @@ json job_view(const Job& job) {
   return v;
 }
 
+bool holds_reservation(JobState s) {
+  switch (s) {
+    case JobState::kScheduled:
+    case JobState::kStarting:
+    case JobState::kRunning:
+    case JobState::kRecovering:
+    case JobState::kSuspended:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<Reservation> reservations_of(const Job& job) {
+  std::vector<Reservation> out;
+  if (!holds_reservation(job.state()) || !job.placement) return out;
+  for (auto [a, b] : job.placement->windows)
+    if (b > a) out.push_back({job.id(), job.placement->region, a, b, job.spec().nodes});
+  return out;
+}
+
 }  // namespace controller

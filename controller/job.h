@@ -76,6 +76,15 @@ struct PlacementView {
   int64_t cycle = 0;          // scheduler cycle that decided
 };
 
+// Capacity a job holds in its region for one planned run window [start, end).
+struct Reservation {
+  std::string job_id, region;
+  int64_t start_ms = 0, end_ms = 0;
+  int nodes = 0;
+  bool operator==(const Reservation&) const = default;
+};
+
+
 // What the worker last pushed (docs/worker-controller.md "Status push").
 struct Progress {
   std::string state;
@@ -130,6 +139,15 @@ class Job {
   int64_t created_ms_ = 0, updated_ms_ = 0;
   std::vector<Condition> conditions_;
 };
+
+// True in the states whose placement windows hold capacity: SCHEDULED,
+// STARTING, RUNNING, RECOVERING and SUSPENDED. PENDING (not placed, or
+// released to be placed again) and the ended states hold none.
+bool holds_reservation(JobState s);
+// The job's reservations: one per placement window while
+// holds_reservation(state), none otherwise. The store keeps them in their own
+// table, written in the same transaction as the job.
+std::vector<Reservation> reservations_of(const Job& job);
 
 // Parses a worker status push (docs/worker-controller.md "Status push"):
 // an object; `state` required (running | succeeded | preempted | failed);

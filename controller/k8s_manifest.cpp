@@ -379,7 +379,11 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
       {"env", env},
       {"ports", {{{"name", "rendezvous"}, {"containerPort", c.rendezvous_port}, {"protocol", "TCP"}},
                  {{"name", "metrics"}, {"containerPort", 9400}, {"protocol", "TCP"}}}},
-      {"volumeMounts", mounts}};
+      {"volumeMounts", mounts},
+      // A failed container's termination message is its log tail (the
+      // executor quotes its last line); a worker that exits 0 may write its
+      // summary JSON to /dev/termination-log for the executor to read.
+      {"terminationMessagePolicy", "FallbackToLogsOnError"}};
   if (!d.image_pull_policy.empty()) container["imagePullPolicy"] = d.image_pull_policy;
   // The defaults' resources, with nvidia.com/gpu from the job (and none for a
   // CPU-only job).

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   CLI::App app{"greenshard-controller: REST job API, durable store, carbon-aware scheduler"};
   std::string host = "127.0.0.1", data_dir = "greenshard-data", tokens, regions_file, carbon_source_file,
               hardware_file, worker,
-              tls_cert, tls_key, port_file, placer_name = "auto", advertise;
+              tls_cert, tls_key, port_file, advertise, policy_name = "spatio-temporal";
   int port = 8080, cycle_ms = 1000, threads = 16, max_live = 100000;
   int64_t grace_ms = 30000, backoff_ms = 1000;
   app.add_option("--host", host, "address to listen on")->envname("GREENSHARD_HOST");
@@ -42,8 +42,16 @@ int main(int argc, char** argv) {
   app.add_option("--cycle-ms", cycle_ms, "scheduler period")->check(CLI::Range(10, 600000));
   app.add_option("--stop-grace-ms", grace_ms, "SIGTERM -> SIGKILL grace")->check(CLI::Range(0, 3600000));
   app.add_option("--backoff-ms", backoff_ms, "first restart backoff (doubles)")->check(CLI::Range(0, 3600000));
-  app.add_option("--placer", placer_name, "auto | carbon | greedy")
-      ->check(CLI::IsMember({"auto", "carbon", "greedy"}));
+  int lookahead_h = 48, replan_s = 3600;
+  app.add_option("--policy", policy_name,
+                 "placement policy: spatio-temporal (carbon-aware), fifo (run now at home, the baseline), "
+                 "temporal, spatial")
+      ->check(CLI::IsMember({"spatio-temporal", "fifo", "temporal", "spatial"}))
+      ->envname("GREENSHARD_POLICY");
+  app.add_option("--lookahead-hours", lookahead_h, "how far ahead placement plans (and forecasts are asked for)")
+      ->check(CLI::Range(1, 168))->envname("GREENSHARD_LOOKAHEAD_HOURS");
+  app.add_option("--replan-seconds", replan_s, "re-plan jobs not started yet this often (0 = never)")
+      ->check(CLI::Range(0, 7 * 24 * 3600))->envname("GREENSHARD_REPLAN_SECONDS");
   app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 1024));
   app.add_option("--max-live-per-tenant", max_live, "unfinished jobs per tenant (429 beyond)")
       ->check(CLI::Range(1, 100000000));
@@ -78,7 +86,6 @@ int main(int argc, char** argv) {
     if (!carbon_source_file.empty()) {
       CarbonSourceConfig cs = load_carbon_source_file(carbon_source_file);
       intensity = make_intensity_source(cs);
-      if (!intensity) throw std::runtime_error(carbon_source_file + ": source: built without carbon/");
       live_source = cs.source != "file";
       if (cs.source == "carbon-aware-sdk" && !cs.api_key.empty())
         std::fprintf(stderr, "greenshard-controller: warning: %s: api_key_file: carbon/'s Carbon Aware SDK client "
@@ -92,19 +99,9 @@ int main(int argc, char** argv) {
     registry.load();
     Metrics metrics;
 
-    std::unique_ptr<Placer> placer;
-#ifdef GREENSHARD_HAVE_CARBON
-    if (placer_name != "greedy") placer = make_carbon_placer();
-#else
-    if (placer_name == "carbon") throw std::runtime_error("--placer carbon: built without carbon/");
-#endif
-    if (!placer) placer = make_greedy_placer();
-
     for (size_t i = 0; i < regions.size(); ++i) {
       if (regions[i].zone.empty()) continue;
       if (!intensity) intensity = make_carbon_intensity_source();
-      if (!intensity)
-        throw std::runtime_error("regions[" + std::to_string(i) + "].zone: built without carbon/");
       try {
         intensity->forecast(regions[i].zone, clock.now_ms(), 1);  // validates the zone now
       } catch (const std::exception& e) {
@@ -138,12 +135,22 @@ int main(int argc, char** argv) {
     ao.tls_cert = tls_cert;
     ao.tls_key = tls_key;
     ao.store = &store;  // GET /v1/jobs/{id}: decisions
+    ao.intensity = intensity.get();  // GET /v1/regions/{name}/intensity
     SchedulerOptions so;
     so.stop_grace = std::chrono::milliseconds(grace_ms);
     so.backoff_base_ms = backoff_ms;
     so.intensity = intensity.get();
-    Scheduler sched(registry, clock, *placer, regions, executors, &metrics, so);
-    metrics.on_render([&] { metrics.set_region_intensities(sched.regions_now(), clock.now_ms()); });
+    so.placement.policy = policy_name == "fifo"       ? carbon::Policy::kRunNowHome
+                          : policy_name == "temporal" ? carbon::Policy::kTemporal
+                          : policy_name == "spatial"  ? carbon::Policy::kSpatial
+                                                      : carbon::Policy::kSpatioTemporal;
+    so.placement.max_lookahead = carbon::Hours{lookahead_h};
+    so.replan_period_ms = int64_t(replan_s) * 1000;
+    Scheduler sched(registry, clock, regions, executors, &metrics, so);
+    metrics.on_render([&] {
+      metrics.set_region_intensities(sched.regions_now(), clock.now_ms());
+      if (intensity) metrics.set_forecast_stats(sched.region_configs(), *intensity);
+    });
     ApiServer api(registry, sched, auth, metrics, ao);
     const int bound = api.bind(host, port);
     const std::string scheme = api.tls() ? "https" : "http";
@@ -165,8 +172,8 @@ int main(int argc, char** argv) {
       std::ofstream(tmp) << bound << "\n";
       std::filesystem::rename(tmp, port_file);
     }
-    std::fprintf(stderr, "greenshard-controller: listening on %s://%s:%d (placer %s, %zu regions, %lld jobs)\n",
-                 scheme.c_str(), host.c_str(), bound, placer->name().c_str(), regions.size(),
+    std::fprintf(stderr, "greenshard-controller: listening on %s://%s:%d (policy %s, %zu regions, %lld jobs)\n",
+                 scheme.c_str(), host.c_str(), bound, sched.policy_name().c_str(), regions.size(),
                  static_cast<long long>(registry.size()));
     api.serve();
     sched.stop();

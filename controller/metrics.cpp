@@ -41,6 +41,17 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Gauge>& forecast =
       BuildGauge().Name("greenshard_region_intensity_forecast_gco2_per_kwh")
           .Help("Grid carbon intensity forecast per region for now + horizon (1h, 6h, 24h)").Register(*reg);
+  prometheus::Family<prometheus::Gauge>& forecast_info =
+      BuildGauge().Name("greenshard_forecast_info")
+          .Help("The forecaster of each zone region's intensity source (value 1)").Register(*reg);
+  prometheus::Family<prometheus::Gauge>& forecast_mape =
+      BuildGauge().Name("greenshard_forecast_mape_ratio")
+          .Help("Mean absolute percentage error (as a ratio) of the last 168 intensity forecasts issued "
+                "lead hours before their hour, against the value in force")
+          .Register(*reg);
+  prometheus::Family<prometheus::Gauge>& forecast_scored =
+      BuildGauge().Name("greenshard_forecast_scored")
+          .Help("Forecasts in greenshard_forecast_mape_ratio's mean").Register(*reg);
   prometheus::Family<prometheus::Counter>& restarts =
       BuildCounter().Name("greenshard_executor_restarts_total")
           .Help("Gang restarts from checkpoint").Register(*reg);
@@ -89,6 +100,21 @@ void Metrics::set_region_intensities(const std::vector<RegionSnapshot>& regions,
     set_intensity(r.name, r.intensity_now);
     for (int h : kForecastHorizonsH)
       set_intensity_forecast(r.name, std::to_string(h) + "h", forecast_value_at(r, now_ms + int64_t(h) * 3600 * 1000));
+  }
+}
+void Metrics::set_forecast_stats(const std::vector<RegionConfig>& regions, const IntensitySource& source) {
+  const auto stats = source.stats();
+  for (const auto& r : regions) {
+    if (r.zone.empty()) continue;
+    for (const auto& st : stats) {
+      if (st.zone != r.zone) continue;
+      impl_->forecast_info.Add({{"region", r.name}, {"zone", st.zone}, {"forecaster", st.forecaster}}).Set(1);
+      for (const auto& l : st.leads) {
+        const std::string lead = std::to_string(l.lead_h) + "h";
+        impl_->forecast_mape.Add({{"region", r.name}, {"lead", lead}}).Set(l.mape);
+        impl_->forecast_scored.Add({{"region", r.name}, {"lead", lead}}).Set(double(l.points));
+      }
+    }
   }
 }
 void Metrics::on_render(std::function<void()> hook) {

@@ -12,6 +12,13 @@
 //   greenshard_region_intensity_gco2_per_kwh{region}   gauge
 //   greenshard_region_intensity_forecast_gco2_per_kwh{region,horizon}  gauge
 //                                    (forecast for now + 1h | 6h | 24h)
+//   greenshard_forecast_info{region,zone,forecaster}   gauge (1; `zone:` regions: the
+//                                    forecaster of the intensity source)
+//   greenshard_forecast_mape_ratio{region,lead}        gauge (mean |forecast - actual| /
+//                                    actual of the last 168 forecasts issued lead (1h | 6h |
+//                                    24h) before their hour, scored once the hour has passed;
+//                                    NaN before the first)
+//   greenshard_forecast_scored{region,lead}            gauge (forecasts in that mean)
 //   greenshard_executor_restarts_total{executor}       counter
 //   greenshard_api_requests_total{method,code}         counter
 //   greenshard_job_submissions_total                   counter
@@ -23,6 +30,7 @@
 #include <vector>
 
 #include "controller/placement.h"
+#include "controller/regions.h"
 
 namespace controller {
 
@@ -44,6 +52,9 @@ class Metrics {
   // Both intensity gauges of every region from snapshots taken at or before
   // now_ms (forecast_value_at(region, now_ms + horizon)).
   void set_region_intensities(const std::vector<RegionSnapshot>& regions, int64_t now_ms);
+  // The forecast gauges of every `zone:` region from source.stats() (a zone
+  // the source has not forecast yet is left out).
+  void set_forecast_stats(const std::vector<RegionConfig>& regions, const IntensitySource& source);
   // Called at the start of every render() (e.g. to refresh gauges from the
   // scheduler's last snapshot). One hook; a later call replaces it.
   void on_render(std::function<void()> hook);

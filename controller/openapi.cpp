@@ -111,6 +111,11 @@ json openapi_document() {
       {"operationId", "listRegions"},
       {"summary", "Regions: intensity now and forecast, capacity, PUE"},
       {"responses", merge({{"200", ok("regions", "RegionList")}}, common_errors({401}))}};
+  paths["/v1/regions/{name}/intensity"]["get"] = {
+      {"operationId", "regionIntensity"},
+      {"summary", "The intensity in force now in a region (any token of the tokens file, or a live job's worker token)"},
+      {"parameters", {{{"name", "name"}, {"in", "path"}, {"required", true}, {"schema", {{"type", "string"}}}}}},
+      {"responses", merge({{"200", ok("intensity", "RegionIntensity")}}, common_errors({401, 404, 503}))}};
   paths["/v1/openapi.json"]["get"] = {
       {"operationId", "openapi"}, {"summary", "This document"}, {"security", json::array()},
       {"responses", {{"200", {{"description", "OpenAPI 3 document"}}}}}};
@@ -199,7 +204,9 @@ json openapi_document() {
                       {"embodied_grams", num}, {"message", str}}}};
   schemas["RegionList"] = {{"type", "object"},
                            {"properties", {{"items", {{"type", "array"}, {"items", {{"type", "object"}}}}},
-                                           {"placer", str}}}};
+                                           {"policy", str}}}};
+  schemas["RegionIntensity"] = {{"type", "object"},
+                                {"properties", {{"region", str}, {"gco2_per_kwh", num}}}};
   return {{"openapi", "3.0.3"},
           {"info", {{"title", "GreenShard controller"}, {"version", "1"}}},
           {"paths", paths},

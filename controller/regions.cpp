@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -85,10 +86,18 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
         for (const auto& x : v) r.hourly.push_back(as<double>(x, wk));
       } else if (k == "kubernetes") {
         if (!v.IsMap()) throw std::runtime_error(wk + ": expected a map");
+        // The connection (kubeconfig or in_cluster) first, wherever it is
+        // written; the block's other keys then apply over it.
+        if (v["kubeconfig"] && v["in_cluster"])
+          throw std::runtime_error(wk + ": set kubeconfig or in_cluster, not both");
+        if (v["kubeconfig"]) r.kube = load_kubeconfig(as<std::string>(v["kubeconfig"], wk + ".kubeconfig"));
+        if (v["in_cluster"] && as<bool>(v["in_cluster"], wk + ".in_cluster"))
+          r.kube = in_cluster_config(options.service_account_dir);
         for (const auto& kk : v) {
           std::string k2 = kk.first.as<std::string>();
           std::string wk2 = wk + "." + k2;
-          if (k2 == "server") r.kube.server = as<std::string>(kk.second, wk2);
+          if (k2 == "kubeconfig" || k2 == "in_cluster") continue;  // read above
+          else if (k2 == "server") r.kube.server = as<std::string>(kk.second, wk2);
           else if (k2 == "ca_file") r.kube.ca_file = as<std::string>(kk.second, wk2);
           else if (k2 == "token_file") r.kube.token_file = as<std::string>(kk.second, wk2);
           else if (k2 == "namespace") r.kube.namespace_ = as<std::string>(kk.second, wk2);
@@ -96,18 +105,7 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
           else if (k2 == "checkpoint_claim") r.kube.checkpoint_claim = as<std::string>(kk.second, wk2);
           else if (k2 == "queue_name") r.kube.queue_name = as<std::string>(kk.second, wk2);
           else if (k2 == "insecure_skip_verify") r.kube.insecure_skip_verify = as<bool>(kk.second, wk2);
-          else if (k2 == "kubeconfig") {
-            auto kc = load_kubeconfig(as<std::string>(kk.second, wk2));
-            kc.namespace_ = r.kube.namespace_;
-            kc.image = r.kube.image;
-            r.kube = kc;
-          } else if (k2 == "in_cluster") {
-            if (as<bool>(kk.second, wk2)) {
-              auto kc = in_cluster_config(options.service_account_dir);
-              kc.image = r.kube.image;
-              r.kube = kc;
-            }
-          } else throw std::runtime_error(origin + ": unknown key '" + wk2.substr(origin.size() + 2) + "'");
+          else throw std::runtime_error(origin + ": unknown key '" + wk2.substr(origin.size() + 2) + "'");
         }
       } else {
         throw std::runtime_error(origin + ": unknown key '" + wk.substr(origin.size() + 2) + "'");
@@ -137,6 +135,14 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
   return out;
 }
 
+namespace {
+// The `intensity:` / `hourly:` value of a region at t_ms.
+double profile_value(const RegionConfig& r, int64_t t_ms) {
+  if (r.hourly.empty()) return r.intensity;
+  return r.hourly[size_t((t_ms / (3600 * 1000)) % 24)];
+}
+}  // namespace
+
 std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& regions,
                                              const std::map<std::string, int>& used,
                                              int64_t now_ms, int horizon_h,
@@ -153,10 +159,7 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
     s.gpus_per_node = r.gpus_per_node;
     s.hardware = r.hardware;
     s.executor = r.executor;
-    auto at = [&](int64_t t) {
-      if (r.hourly.empty()) return r.intensity;
-      return r.hourly[size_t((t / kHour) % 24)];
-    };
+    auto at = [&](int64_t t) { return profile_value(r, t); };
     if (!r.zone.empty() && source) {
       try {
         s.forecast = source->forecast(r.zone, now_ms, horizon_h);
@@ -168,7 +171,14 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
         s.intensity_now = std::numeric_limits<double>::quiet_NaN();
         s.free_nodes = 0;
       } else {
+        // The value in force (measured or replayed), not the forecaster's
+        // estimate of this hour; placement plans with s.forecast.
         s.intensity_now = s.forecast.front().gco2_per_kwh;
+        try {
+          const double v = source->current(r.zone, now_ms);
+          if (std::isfinite(v)) s.intensity_now = v;
+        } catch (const std::exception&) {
+        }
       }
     } else {
       s.intensity_now = at(now_ms);
@@ -178,6 +188,14 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
     out.push_back(std::move(s));
   }
   return out;
+}
+
+double intensity_in_force(const RegionConfig& r, int64_t now_ms, const IntensitySource* source) {
+  if (!r.zone.empty()) {
+    if (!source) throw std::runtime_error("region " + r.name + ": no intensity source for zone " + r.zone);
+    return source->current(r.zone, now_ms);
+  }
+  return profile_value(r, now_ms);
 }
 
 double forecast_value_at(const RegionSnapshot& r, int64_t t) {
@@ -192,9 +210,6 @@ double forecast_value_at(const RegionSnapshot& r, int64_t t) {
   return v;
 }
 
-#ifndef GREENSHARD_HAVE_CARBON
-std::unique_ptr<IntensitySource> make_carbon_intensity_source() { return nullptr; }
-#endif
 
 // Both delegate to the Kubernetes executor's loaders (executor_k8s.h):
 // validated field by field, inline certificate-authority-data supported.

@@ -8,8 +8,8 @@
 //       executor: local          # local | kubernetes
 //       intensity: 380           # constant gCO2e/kWh, or
 //       hourly: [..24 numbers..] # a UTC hour-of-day profile (forecast = profile), or
-//       zone: DE                 # carbon/'s shipped 2023 data, replayed at the
-//                                # same hour of the year
+//       zone: DE                 # a zone of the carbon source (config_files.h;
+//                                # default: carbon/'s shipped data, blend forecast)
 //       kubernetes:              # executor: kubernetes only
 //         server: https://10.0.0.1:6443
 //         ca_file: /path/ca.crt  # optional (system CAs otherwise)
@@ -69,9 +69,27 @@ class IntensitySource {
   // naming the zone and the cause when there is no data for it.
   virtual std::vector<ForecastPoint> forecast(const std::string& zone, int64_t now_ms,
                                               int horizon_h) const = 0;
+  // The intensity in force at now_ms (the measured or recorded value, not a
+  // forecast): what workers integrate their energy with
+  // (GET /v1/regions/{name}/intensity). Default: forecast(zone, now_ms, 0)[0].
+  virtual double current(const std::string& zone, int64_t now_ms) const {
+    return forecast(zone, now_ms, 0).at(0).gco2_per_kwh;
+  }
+  // The forecaster in use and its live error per zone (config_files.h).
+  struct LeadError {
+    int lead_h = 0;       // forecast issued lead_h hours before the target hour
+    double mape = 0;      // mean |forecast - actual| / actual over the window; NaN before any
+    long points = 0;      // scored forecasts in the window
+  };
+  struct Stats {
+    std::string zone;
+    std::string forecaster;  // "blend", "perfect", "carbon-aware-sdk", ...
+    std::vector<LeadError> leads;
+  };
+  virtual std::vector<Stats> stats() const { return {}; }
 };
-// carbon/'s 2023 data replayed at the same hour of the year (nullptr when
-// built without carbon/).
+// carbon/'s shipped data (source: file, forecaster blend; see
+// config_files.h) (nullptr when built without carbon/).
 std::unique_ptr<IntensitySource> make_carbon_intensity_source();
 
 struct RegionsFileOptions {
@@ -96,6 +114,11 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
                                              const std::map<std::string, int>& used_nodes,
                                              int64_t now_ms, int horizon_h = 48,
                                              const IntensitySource* source = nullptr);
+
+// The intensity in force in a region at now_ms: `zone:` regions
+// source->current() (throws when the source has none, or there is no
+// source), `hourly:` the hour-of-day value, else the constant.
+double intensity_in_force(const RegionConfig& region, int64_t now_ms, const IntensitySource* source);
 
 // The intensity in force at t_ms by the snapshot's hourly forecast (a step
 // function): NaN before the first point, after the last point's hour, or

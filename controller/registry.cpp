@@ -44,6 +44,20 @@ void Registry::load() {
     std::string id = j.id();
     jobs_.emplace(id, std::move(j));
   }
+  for (auto& r : store_.load_reservations()) reservations_[r.job_id].push_back(std::move(r));
+}
+
+void Registry::index_reservations(const Job& j) {
+  auto rs = reservations_of(j);
+  if (rs.empty()) reservations_.erase(j.id());
+  else reservations_[j.id()] = std::move(rs);
+}
+
+std::vector<Reservation> Registry::reservations() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<Reservation> out;
+  for (const auto& [id, rs] : reservations_) out.insert(out.end(), rs.begin(), rs.end());
+  return out;
 }
 
 Registry::Submitted Registry::submit(const std::string& tenant, JobSpec spec,
@@ -145,6 +159,7 @@ std::optional<Job> Registry::update(const std::string& id, const std::string& te
     live_seq_.erase(copy->seq);
   }
   it->second = *copy;
+  index_reservations(*copy);
   return copy;
 }
 
@@ -184,6 +199,7 @@ std::vector<std::string> Registry::update_many(const std::vector<std::string>& i
       live_seq_.erase(j.seq);
     }
     out.push_back(j.id());
+    index_reservations(j);
     it->second = std::move(j);
   }
   return out;
@@ -207,6 +223,7 @@ bool Registry::remove(const std::string& id, const std::string& tenant) {
   std::lock_guard<std::mutex> l(mu_);
   if (!victim.idempotency_key.empty()) idem_.erase({victim.tenant(), victim.idempotency_key});
   by_seq_.erase(victim.seq);
+  reservations_.erase(id);
   jobs_.erase(id);
   return true;
 }

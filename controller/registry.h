@@ -89,9 +89,13 @@ class Registry {
   // age), all in that order: what one scheduling cycle looks at.
   std::vector<Job> live_jobs(size_t max_pending = SIZE_MAX) const;
   std::map<JobState, int> count_by_state() const;
+  // Every job's capacity reservations (reservations_of), as stored: loaded
+  // from the store's reservations table, then kept in step with each write.
+  std::vector<Reservation> reservations() const;
   int64_t size() const;
 
   const Clock& clock() const { return clock_; }
+  Store& store() const { return store_; }
 
  private:
   static bool visible(const Job& j, const std::string& tenant) {
@@ -106,7 +110,9 @@ class Registry {
   // the other order. Submissions take only mu_ (they touch no existing job).
   mutable std::mutex mu_;
   std::mutex write_mu_;
+  void index_reservations(const Job& j);  // under mu_
   std::unordered_map<std::string, Job> jobs_;
+  std::map<std::string, std::vector<Reservation>> reservations_;  // by job id
   std::map<int64_t, std::string> by_seq_;
   std::set<int64_t> live_seq_;  // seq of non-terminal jobs
   std::map<std::pair<std::string, std::string>, std::string> idem_;  // (tenant,key) -> id

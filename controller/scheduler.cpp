@@ -1,6 +1,13 @@
 #include "controller/scheduler.h"
 
+#include <carbon/error.h>
+#include <carbon/hardware.h>
+#include <carbon/job.h>
+#include <carbon/scheduling_pass.h>
+
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <unordered_map>
@@ -11,6 +18,12 @@ namespace {
 
 using Fn = std::function<bool(Job&)>;
 using SteadyClock = std::chrono::steady_clock;
+
+constexpr int64_t kHourMs = 3600 * 1000;
+
+int64_t floor_hour_ms(int64_t ms) { return (ms >= 0 ? ms / kHourMs : (ms - kHourMs + 1) / kHourMs) * kHourMs; }
+carbon::Time to_time(int64_t ms) { return carbon::from_unix(ms >= 0 ? ms / 1000 : (ms - 999) / 1000); }
+int64_t to_ms(carbon::Time t) { return carbon::to_unix(t) * 1000; }
 
 // Applies per-job changes in one store transaction.
 void apply(Registry& reg, std::unordered_map<std::string, Fn>& changes,
@@ -36,12 +49,34 @@ void take_summary(Job& j, const nlohmann::json& s) {
 
 }  // namespace
 
-Scheduler::Scheduler(Registry& registry, const Clock& clock, const Placer& placer,
-                     std::vector<RegionConfig> regions, std::map<std::string, Executor*> executors,
-                     Metrics* metrics, SchedulerOptions options)
-    : registry_(registry), clock_(clock), placer_(placer), regions_(std::move(regions)),
-      executors_(std::move(executors)), metrics_(metrics), opt_(std::move(options)) {
-  last_regions_ = snapshot_regions(regions_, {}, clock_.now_ms(), 48, opt_.intensity);
+Scheduler::Scheduler(Registry& registry, const Clock& clock, std::vector<RegionConfig> regions,
+                     std::map<std::string, Executor*> executors, Metrics* metrics, SchedulerOptions options)
+    : registry_(registry), clock_(clock), regions_(std::move(regions)), executors_(std::move(executors)),
+      metrics_(metrics), opt_(std::move(options)), expected_load_(opt_.load_learning_rate) {
+  const int64_t now = clock_.now_ms();
+  last_regions_ = snapshot_regions(regions_, {}, now, horizon_h(), opt_.intensity);
+  // Capacity pricing learns from the store's own history: every hour before
+  // this one, in order; this hour's sample may still change.
+  for (const LoadSample& x : registry_.store().load_history()) {
+    if (x.hour_ms < floor_hour_ms(now))
+      expected_load_.observe(to_time(x.hour_ms), x.capacity_nodes > 0 ? x.busy_nodes / x.capacity_nodes : 0.0);
+    else if (x.hour_ms == floor_hour_ms(now)) {
+      load_hour_ms_ = x.hour_ms;
+      load_now_ = x;
+    }
+  }
+}
+
+int Scheduler::horizon_h() const { return int(std::max<int64_t>(1, opt_.placement.max_lookahead.count())); }
+
+void Scheduler::learn_load(int64_t now_ms) {
+  const int64_t h = floor_hour_ms(now_ms);
+  if (load_hour_ms_ != INT64_MIN && load_hour_ms_ < h) {
+    // The hour is over: its last recorded sample is final.
+    expected_load_.observe(to_time(load_hour_ms_),
+                           load_now_.capacity_nodes > 0 ? load_now_.busy_nodes / load_now_.capacity_nodes : 0.0);
+    load_hour_ms_ = INT64_MIN;
+  }
 }
 
 Executor* Scheduler::executor_for(const std::string& region) const {
@@ -98,12 +133,19 @@ CycleReport Scheduler::cycle() {
   std::map<std::string, int> used;
   for (const Job& j : jobs)
     if (is_active(j.state()) && j.placement) used[j.placement->region] += j.spec().nodes;
-  std::vector<RegionSnapshot> regions = snapshot_regions(regions_, used, clock_.now_ms(), 48, opt_.intensity);
+  std::vector<RegionSnapshot> regions = snapshot_regions(regions_, used, clock_.now_ms(), horizon_h(), opt_.intensity);
   if (metrics_)
     for (const auto& r : regions) metrics_->set_intensity(r.name, r.intensity_now);
   phase("snapshot");
 
   observe(jobs, rep);
+  // Gangs that ended (or were suspended) in observe free their nodes now.
+  used.clear();
+  for (const Job& j : jobs)
+    if (is_active(j.state()) && j.placement) used[j.placement->region] += j.spec().nodes;
+  for (auto& r : regions)
+    if (!std::isfinite(r.intensity_now) && r.free_nodes == 0) continue;  // no data: takes nothing
+    else r.free_nodes = std::max(0, r.capacity_nodes - (used.count(r.name) ? used[r.name] : 0));
   phase("observe");
 
   // order: Registry::live_jobs returns pending jobs by priority then age;
@@ -160,10 +202,22 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
           }
           if (!inside && later) {
             ex->stop(j.id(), opt_.stop_grace);
-            changes[j.id()] = [](Job& job) {
-              job.runtime["suspending"] = true;
-              return true;
-            };
+            GangStatus after = ex->poll(j.id());
+            if (after.phase == GangPhase::kPreempted) {
+              // Already down (checkpointed): suspended in this very cycle.
+              rep.suspended++;
+              changes[j.id()] = [now, after](Job& job) {
+                take_summary(job, after.summary);
+                job.runtime["suspending"] = false;
+                return job.transition(JobState::kSuspended, "WindowClosed",
+                                      "checkpointed at the end of its carbon window; resumes in the next", now);
+              };
+            } else {
+              changes[j.id()] = [](Job& job) {
+                job.runtime["suspending"] = true;
+                return true;
+              };
+            }
           }
         }
         break;
@@ -233,84 +287,283 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
 void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions,
                       CycleReport& rep) {
   const int64_t now = clock_.now_ms();
+  const int64_t hour = floor_hour_ms(now);
   const int64_t cyc = cycle_no_.load();
+  const carbon::Time tnow = to_time(now);
+  const std::string policy = carbon::policy_name(opt_.placement.policy);
   std::unordered_map<std::string, Fn> changes;
   std::vector<DecisionRecord> decisions;
+  learn_load(now);
+
+  // 1. What to plan: every PENDING job; when a re-plan is due, also every
+  //    SCHEDULED job whose first window has not opened (its reservation is
+  //    left out of the ledger below, its old plan kept as a fallback).
+  // Re-plans fall on multiples of the period since the epoch (every 6 h:
+  // 00:00, 06:00, ... UTC), as carbon::simulate's replan_every does.
+  auto period_of = [&](int64_t t) { return t / opt_.replan_period_ms - (t % opt_.replan_period_ms < 0); };
+  const bool replan = opt_.replan_period_ms > 0 &&
+                      (last_replan_ms_ == INT64_MIN || period_of(now) > period_of(last_replan_ms_));
+  if (replan) last_replan_ms_ = now;
+  std::vector<Job*> todo;
+  std::set<std::string> released;
   for (Job& j : jobs) {
-    if (j.state() != JobState::kPending) continue;
-    const JobSpec& s = j.spec();
-    PlacementRequest req;
-    req.job_id = j.id();
-    req.allowed = s.regions;
-    req.home_region = s.home_region;
-    req.nodes = s.nodes;
-    req.gpus_per_node = s.gpus_per_node;
-    req.duration_s = s.duration_s;
-    req.power_watts = s.power_watts;
-    req.interruptible = s.interruptible;
-    req.earliest_start_ms = now;
-    if (s.deadline_ms > 0) req.latest_end_ms = s.deadline_ms;
-    else if (s.max_delay_s >= 0)
-      req.latest_end_ms = j.created_ms() + s.max_delay_s * 1000 + int64_t(s.duration_s * 1000);
-    PlacementDecision d = placer_.place(req, regions, now);
-    DecisionRecord rec{cyc, j.id(), now, "", d.region, d.policy, d.explanation};
-    if (d.impossible) {
-      rep.rejected++;
-      rec.outcome = "rejected";
-      rec.policy = placer_.name();
-      decisions.push_back(rec);
-      if (metrics_) metrics_->decision(placer_.name(), "rejected");
-      changes[j.id()] = [now, d](Job& job) {
-        job.failure_reason = d.explanation;
-        return job.transition(JobState::kFailed, "Unplaceable", d.explanation, now);
-      };
-      continue;
+    if (j.state() == JobState::kPending) todo.push_back(&j);
+    else if (replan && j.state() == JobState::kScheduled && j.placement && j.placement->start_ms > now) {
+      todo.push_back(&j);
+      released.insert(j.id());
     }
-    if (d.wait_for_capacity) {
-      rep.deferred++;
-      // Record a deferral once, not every cycle.
-      if (j.runtime.value("deferred", "") != d.explanation) {
-        rec.outcome = "deferred";
-        rec.policy = placer_.name();
-        decisions.push_back(rec);
-        if (metrics_) metrics_->decision(placer_.name(), "deferred");
-        changes[j.id()] = [d](Job& job) {
-          job.runtime["deferred"] = d.explanation;
-          return true;
-        };
+  }
+
+  // 2. The ledger: reservations in the store (minus the released ones), and
+  //    every active gang holds its nodes this hour even past its windows.
+  std::map<std::string, const RegionSnapshot*> snap;
+  for (const auto& r : regions) snap[r.name] = &r;
+  carbon::CapacityLedger ledger;
+  std::map<std::string, std::string> holding_now;  // job id -> region, reserved this hour
+  for (const Reservation& v : registry_.reservations()) {
+    if (released.count(v.job_id) || !snap.count(v.region) || v.end_ms <= hour) continue;
+    ledger.reserve(v.region, to_time(std::max(v.start_ms, hour)), to_time(v.end_ms), v.nodes);
+    if (v.start_ms < hour + kHourMs) holding_now[v.job_id] = v.region;
+  }
+  for (const Job& j : jobs)
+    if (is_active(j.state()) && j.placement && snap.count(j.placement->region) && !holding_now.count(j.id()))
+      ledger.reserve(j.placement->region, to_time(hour), to_time(hour + kHourMs), j.spec().nodes);
+
+  if (!todo.empty()) {
+    // 3. carbon/'s regions: those with an intensity now. A node is one
+    //    resource; its power is each job's own estimate (as utilization of
+    //    the largest estimate in the pass), embodied grams the region's
+    //    hardware profile per server = node.
+    double p_ref = 1;
+    for (const Job* j : todo) p_ref = std::max(p_ref, j->spec().power_watts);
+    std::vector<carbon::Region> cregions;
+    for (const auto& s : regions) {
+      if (!std::isfinite(s.intensity_now) || s.forecast.empty()) continue;
+      carbon::Region r;
+      r.name = s.name;
+      r.capacity = s.capacity_nodes;
+      r.pue = s.pue;
+      r.hardware.name = s.hardware.empty() ? "job-estimate" : s.hardware;
+      r.hardware.resource = "node";
+      r.hardware.resources_per_server = 1;
+      r.hardware.resource_tdp_w = p_ref;
+      r.hardware.lifetime_years = 1;
+      if (!s.hardware.empty()) {
+        const carbon::HardwareProfile& hw = carbon::hardware_profile(s.hardware);
+        r.hardware.embodied_kg_per_server = hw.embodied_kg_per_server;
+        r.hardware.lifetime_years = hw.lifetime_years;
       }
-      continue;
+      // Hourly values from this hour (the snapshot's points are hourly from
+      // floor_hour(now)); a gap repeats the value before it.
+      std::vector<double> values;
+      double last = s.intensity_now;
+      size_t k = 0;
+      for (int64_t t = hour; t <= hour + int64_t(horizon_h()) * kHourMs; t += kHourMs) {
+        while (k < s.forecast.size() && s.forecast[k].time_ms <= t) last = s.forecast[k++].gco2_per_kwh;
+        if (k == s.forecast.size() && t > s.forecast.back().time_ms) break;
+        values.push_back(last);
+      }
+      r.forecast = carbon::IntensitySeries(s.name, to_time(hour), carbon::Hours{1}, std::move(values));
+      cregions.push_back(std::move(r));
     }
-    rep.placed++;
-    rec.outcome = "admitted";
-    decisions.push_back(rec);
-    if (metrics_) {
-      metrics_->decision(d.policy, "admitted");
-      metrics_->avoided_grams(d.run_now_home_grams - d.expected_grams);
+    std::set<std::string> usable;
+    for (const auto& r : cregions) usable.insert(r.name);
+
+    // 4. carbon/'s jobs. Ties in earliest-deadline order go to the older
+    //    job: the id carbon/ sees is the submission sequence number.
+    std::vector<carbon::Job> cjobs;
+    std::vector<std::optional<carbon::Decision>> previous;
+    std::vector<Job*> placed_jobs;
+    std::vector<bool> has_deadline;
+    for (Job* jp : todo) {
+      Job& j = *jp;
+      const JobSpec& s = j.spec();
+      std::vector<std::string> ever, now_ok;
+      std::string why_not;
+      for (const auto& name : s.regions) {
+        auto it = snap.find(name);
+        if (it == snap.end()) continue;
+        const RegionSnapshot& r = *it->second;
+        if (r.capacity_nodes < s.nodes || r.gpus_per_node < s.gpus_per_node) {
+          why_not += "; " + name + ": has " + std::to_string(r.capacity_nodes) + " nodes x " +
+                     std::to_string(r.gpus_per_node) + " GPUs";
+          continue;
+        }
+        ever.push_back(name);
+        if (usable.count(name)) now_ok.push_back(name);
+        else why_not += "; " + name + ": no intensity data now";
+      }
+      DecisionRecord rec{cyc, j.id(), now, "", "", policy, ""};
+      if (ever.empty()) {
+        rep.rejected++;
+        rec.outcome = "rejected";
+        rec.explanation = "no allowed region can ever hold " + std::to_string(s.nodes) + " nodes x " +
+                          std::to_string(s.gpus_per_node) + " GPUs" + why_not;
+        decisions.push_back(rec);
+        if (metrics_) metrics_->decision(policy, "rejected");
+        changes[j.id()] = [now, msg = rec.explanation](Job& job) {
+          job.failure_reason = msg;
+          return job.transition(JobState::kFailed, "Unplaceable", msg, now);
+        };
+        continue;
+      }
+      if (now_ok.empty()) {
+        rep.deferred++;
+        const std::string why = "waiting for intensity data" + why_not;
+        if (j.state() == JobState::kPending && j.runtime.value("deferred", "") != why) {
+          rec.outcome = "deferred";
+          rec.explanation = why;
+          decisions.push_back(rec);
+          if (metrics_) metrics_->decision(policy, "deferred");
+          changes[j.id()] = [why](Job& job) {
+            job.runtime["deferred"] = why;
+            return true;
+          };
+        }
+        continue;
+      }
+      carbon::Job c;
+      char id[32];
+      std::snprintf(id, sizeof id, "%012lld", static_cast<long long>(j.seq));
+      c.id = id;
+      c.gpus = s.nodes;
+      c.duration = carbon::Seconds{std::max<int64_t>(1, std::llround(s.duration_s))};
+      c.submit = to_time(j.created_ms());
+      c.home_region = s.home_region;
+      c.allowed_regions = now_ok;
+      c.interruptible = s.interruptible;
+      c.utilization = s.power_watts / p_ref;
+      bool deadline = true;
+      if (s.deadline_ms > 0) c.deadline = to_time(s.deadline_ms);
+      else if (s.max_delay_s >= 0) c.deadline = carbon::deadline_from_max_delay(c, carbon::Seconds{s.max_delay_s});
+      else {
+        c.deadline = tnow + c.duration;  // no time slack: the cleanest region now
+        deadline = false;
+      }
+      std::optional<carbon::Decision> prev;
+      if (j.state() == JobState::kScheduled && j.placement) {
+        carbon::Decision d;
+        d.feasible = true;
+        d.region = j.placement->region;
+        for (auto [a, b] : j.placement->windows) d.windows.push_back({to_time(a), to_time(b)});
+        d.start = d.windows.front().start;
+        d.end = d.windows.back().end;
+        d.expected_grams = j.placement->expected_grams;
+        d.run_now_home_grams = j.placement->run_now_home_grams;
+        d.explanation = j.placement->explanation;
+        prev = std::move(d);
+      }
+      cjobs.push_back(std::move(c));
+      previous.push_back(std::move(prev));
+      placed_jobs.push_back(jp);
+      has_deadline.push_back(deadline);
     }
-    PlacementView pv{d.region, d.policy, d.windows.front().first, d.windows, d.expected_grams,
-                     d.run_now_home_grams, d.explanation, cyc};
-    // Hold the nodes in this cycle's snapshot when it starts now, so the
-    // next pending job sees them taken.
-    if (pv.start_ms <= now)
-      for (auto& r : regions)
-        if (r.name == d.region) r.free_nodes -= s.nodes;
-    changes[j.id()] = [now, pv](Job& job) {
-      job.placement = pv;
-      job.runtime.erase("deferred");
-      return job.transition(JobState::kScheduled, "Placed", pv.explanation, now);
-    };
+
+    // 5. One pass per priority, highest first, over the same ledger:
+    //    placement, kept plans, fallback (carbon/scheduling_pass.h); within
+    //    a priority, earliest deadline first.
+    carbon::PlacementOptions popt = opt_.placement;
+    popt.expected_load_by_hour_of_week.clear();
+    if (opt_.learn_expected_load && popt.policy == carbon::Policy::kSpatioTemporal)
+      popt.expected_load_by_hour_of_week = expected_load_.by_hour_of_week();
+    std::vector<carbon::PassResult> results(cjobs.size());
+    std::map<int, std::vector<size_t>, std::greater<int>> tiers;
+    for (size_t i = 0; i < placed_jobs.size(); ++i) tiers[placed_jobs[i]->spec().priority].push_back(i);
+    for (const auto& [prio, idx] : tiers) {
+      std::vector<carbon::Job> tj;
+      std::vector<std::optional<carbon::Decision>> tp;
+      for (size_t i : idx) {
+        tj.push_back(cjobs[i]);
+        tp.push_back(previous[i]);
+      }
+      try {
+        auto r = carbon::schedule_pass(tj, tp, cregions, ledger, tnow, popt, carbon::fallback_policy(popt.policy));
+        for (size_t k = 0; k < idx.size(); ++k) results[idx[k]] = std::move(r[k]);
+      } catch (const carbon::CarbonError& e) {
+        std::fprintf(stderr, "greenshard-controller: cycle %lld: placement failed: %s\n",
+                     static_cast<long long>(cyc), e.what());
+      }
+    }
+
+    // 6. Decisions: SCHEDULED with their windows (reservations), or waiting.
+    //    A job without a deadline runs now or waits in line (PENDING): it
+    //    holds no capacity in the future, it takes the first that frees up.
+    for (size_t i = 0; i < placed_jobs.size(); ++i) {
+      Job& j = *placed_jobs[i];
+      carbon::PassResult r = results[i];
+      if (!has_deadline[i] && r.outcome != carbon::PassOutcome::kUnplaced && r.decision.start > tnow) {
+        r.decision.reason = "no room now in any allowed region";
+        r.outcome = carbon::PassOutcome::kUnplaced;
+      }
+      const bool was_scheduled = j.state() == JobState::kScheduled;
+      DecisionRecord rec{cyc, j.id(), now, "", r.decision.region, policy, r.decision.explanation};
+      if (r.outcome == carbon::PassOutcome::kUnplaced) {
+        rep.deferred++;
+        const std::string why = "waiting for capacity: " + r.decision.reason;
+        if (was_scheduled) {
+          rep.requeued++;
+          rec.outcome = "requeued";
+          rec.explanation = why;
+          decisions.push_back(rec);
+          changes[j.id()] = [now, why](Job& job) {
+            return job.transition(JobState::kPending, "Replanned", "its plan no longer fits; " + why, now);
+          };
+        } else if (j.runtime.value("deferred", "") != why) {
+          rec.outcome = "deferred";
+          rec.explanation = why;
+          decisions.push_back(rec);
+          if (metrics_) metrics_->decision(policy, "deferred");
+          changes[j.id()] = [why](Job& job) {
+            job.runtime["deferred"] = why;
+            return true;
+          };
+        }
+        continue;
+      }
+      if (r.outcome == carbon::PassOutcome::kKeptPrevious) continue;  // re-planned, unchanged
+      const carbon::Decision& d = r.decision;
+      PlacementView pv;
+      pv.region = d.region;
+      pv.policy = r.outcome != carbon::PassOutcome::kFallback ? policy
+                  : has_deadline[i] && !d.deadline_met ? std::string("deadline-infeasible")
+                                                       : std::string(carbon::policy_name(carbon::fallback_policy(popt.policy)));
+      for (const auto& w : d.windows) pv.windows.push_back({std::max(now, to_ms(w.start)), to_ms(w.end)});
+      pv.start_ms = pv.windows.front().first;
+      pv.expected_grams = d.expected_grams;
+      pv.run_now_home_grams = std::isnan(d.run_now_home_grams) ? d.expected_grams : d.run_now_home_grams;
+      pv.explanation = d.explanation;
+      pv.cycle = cyc;
+      if (was_scheduled && j.placement && j.placement->region == pv.region && j.placement->windows == pv.windows)
+        continue;  // re-planned to the same plan
+      rep.placed++;
+      rec.outcome = was_scheduled ? "replanned" : "admitted";
+      rec.policy = pv.policy;
+      decisions.push_back(rec);
+      if (metrics_) metrics_->decision(pv.policy, rec.outcome);
+      changes[j.id()] = [now, pv, was_scheduled](Job& job) {
+        job.placement = pv;
+        job.runtime.erase("deferred");
+        if (was_scheduled) return job.state() == JobState::kScheduled;
+        return job.transition(JobState::kScheduled, "Placed", pv.explanation, now);
+      };
+    }
   }
   apply(registry_, changes, decisions);
   for (Job& j : jobs)
-    if (j.state() == JobState::kPending)
+    if (j.state() == JobState::kPending || released.count(j.id()))
       if (auto fresh = registry_.get(j.id())) j = *fresh;
-  // Give back the nodes we held: admit() takes them for real.
-  for (const Job& j : jobs)
-    if (j.state() == JobState::kScheduled && j.placement && j.placement->start_ms <= now &&
-        j.placement->cycle == cyc)
-      for (auto& r : regions)
-        if (r.name == j.placement->region) r.free_nodes += j.spec().nodes;
+
+  // 7. This hour's realized load (what capacity pricing learns from).
+  LoadSample x{hour, 0, 0};
+  for (const auto& r : regions) {
+    x.capacity_nodes += r.capacity_nodes;
+    x.busy_nodes += ledger.used(r.name, to_time(hour));
+  }
+  if (load_hour_ms_ != hour || load_now_.busy_nodes != x.busy_nodes || load_now_.capacity_nodes != x.capacity_nodes) {
+    registry_.store().record_load(x);
+    load_hour_ms_ = hour;
+    load_now_ = x;
+  }
 }
 
 bool Scheduler::start_gang(const Job& job, RegionSnapshot* region, CycleReport& rep) {
@@ -329,8 +582,13 @@ bool Scheduler::start_gang(const Job& job, RegionSnapshot* region, CycleReport& 
   });
   if (!started || started->state() != JobState::kStarting) return false;
   if (from != JobState::kRecovering) region->free_nodes -= job.spec().nodes;
-  if (from == JobState::kScheduled && metrics_)
+  // A job leaves SCHEDULED for STARTING once in its life (a requeued job
+  // goes back to PENDING, a restart starts from RECOVERING): the CO2 it
+  // avoids is counted here, once per job.
+  if (from == JobState::kScheduled && metrics_) {
     metrics_->observe_queue_wait(double(now - job.created_ms()) / 1000.0);
+    metrics_->avoided_grams(job.placement->run_now_home_grams - job.placement->expected_grams);
+  }
   GangSpec g;
   g.job_id = job.id();
   g.spec = job.spec();
@@ -339,6 +597,10 @@ bool Scheduler::start_gang(const Job& job, RegionSnapshot* region, CycleReport& 
   g.status_url = opt_.status_url_base + "/v1/jobs/" + job.id() + "/status";
   g.status_token = job.worker_token;
   g.intensity = region->intensity_now;
+  // The intensity in force, served by this controller (GET
+  // /v1/regions/{name}/intensity): the worker integrates it per interval.
+  if (!opt_.status_url_base.empty())
+    g.intensity_url = opt_.status_url_base + "/v1/regions/" + job.placement->region + "/intensity";
   g.pue = region->pue;
   try {
     if (!ex) throw std::runtime_error("no executor for region " + job.placement->region);

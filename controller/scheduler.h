@@ -9,12 +9,21 @@
 //             a failed gang ->RECOVERING (backoff, counted) or ->FAILED after
 //             max_restarts / on a worker config error (exit 2); an
 //             interruptible job whose window closed is told to checkpoint
-//             and stop, then ->SUSPENDED;
+//             and stop, then ->SUSPENDED (in the same cycle when the gang is
+//             already down when polled again);
 //   order     pending jobs by priority (desc) then age (Registry::live_jobs);
-//   place     each pending job through the Placer: ->SCHEDULED with the
-//             decision and its explanation, ->FAILED when no allowed region
-//             can ever take it, or deferred (still PENDING) while every
-//             eligible region is full;
+//   place     every PENDING job -- and, every replan_period, every
+//             SCHEDULED job whose first window has not opened, its
+//             reservation released first -- in ONE carbon::schedule_pass
+//             (carbon/scheduling_pass.h: place_all, earliest deadline
+//             first, then the fallback policy) over a CapacityLedger of each
+//             region's capacity minus running gangs minus the reservations
+//             in the store; capacity is priced by the expected load learned
+//             (carbon::ExpectedLoad) from the store's load history. Placed
+//             ->SCHEDULED (its windows become reservations in the store, in
+//             the same transaction), ->FAILED when no allowed region can
+//             ever take it, or deferred (still PENDING) while nothing fits
+//             in the look-ahead; then this hour's realized load is recorded;
 //   admit     SCHEDULED jobs whose window opened, SUSPENDED jobs whose next
 //             window opened, and RECOVERING jobs whose backoff elapsed
 //             ->STARTING; the executor launches the gang; a SCHEDULED job
@@ -33,6 +42,9 @@
 #include <string>
 #include <vector>
 
+#include <carbon/expected_load.h>
+#include <carbon/placement.h>
+
 #include "controller/clock.h"
 #include "controller/executor.h"
 #include "controller/metrics.h"
@@ -50,6 +62,22 @@ struct SchedulerOptions {
   int64_t backoff_max_ms = 5 * 60 * 1000;
   std::string status_url_base;  // "http://127.0.0.1:8080" (no trailing '/')
   const IntensitySource* intensity = nullptr;  // for regions with `zone:`
+  // Placement: policy (spatio-temporal; kRunNowHome is the FIFO baseline),
+  // look-ahead (also the forecast horizon), windows, near-tie and capacity
+  // price weight. expected_load_by_hour_of_week is ignored: it is learned.
+  carbon::PlacementOptions placement = default_placement();
+  // Jobs placed but not started are planned again this often (their
+  // reservations released first); 0 = decisions are final.
+  int64_t replan_period_ms = 3600 * 1000;
+  // Capacity pricing from the store's load history (spatio-temporal only).
+  bool learn_expected_load = true;
+  double load_learning_rate = 0.3;
+
+  static carbon::PlacementOptions default_placement() {
+    carbon::PlacementOptions p;
+    p.max_lookahead = carbon::Hours{48};
+    return p;
+  }
 };
 
 struct CycleReport {
@@ -61,8 +89,7 @@ struct CycleReport {
 
 class Scheduler {
  public:
-  Scheduler(Registry& registry, const Clock& clock, const Placer& placer,
-            std::vector<RegionConfig> regions, std::map<std::string, Executor*> executors,
+  Scheduler(Registry& registry, const Clock& clock, std::vector<RegionConfig> regions, std::map<std::string, Executor*> executors,
             Metrics* metrics, SchedulerOptions options);
 
   // At controller start: re-adopt or restart every job that was active.
@@ -82,7 +109,10 @@ class Scheduler {
   // Regions as of the last cycle (for GET /v1/regions).
   std::vector<RegionSnapshot> regions_now() const;
   const std::vector<RegionConfig>& region_configs() const { return regions_; }
-  const Placer& placer() const { return placer_; }
+  // "spatio-temporal", "fifo", ... (carbon::policy_name).
+  std::string policy_name() const { return carbon::policy_name(opt_.placement.policy); }
+  // Capacity pricing's expected load, as learned so far.
+  const carbon::ExpectedLoad& expected_load() const { return expected_load_; }
   // Where workers push status (set once the API port is known, before run()).
   void set_status_url_base(std::string url) { opt_.status_url_base = std::move(url); }
 
@@ -91,16 +121,21 @@ class Scheduler {
   void place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions, CycleReport& rep);
   void admit(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions, CycleReport& rep);
   void drain();
+  void learn_load(int64_t now_ms);
+  int horizon_h() const;
   bool start_gang(const Job& job, RegionSnapshot* region, CycleReport& rep);
   int64_t backoff_ms(int recovery_count) const;
 
   Registry& registry_;
   const Clock& clock_;
-  const Placer& placer_;
   std::vector<RegionConfig> regions_;
   std::map<std::string, Executor*> executors_;
   Metrics* metrics_;
   SchedulerOptions opt_;
+  carbon::ExpectedLoad expected_load_;
+  int64_t load_hour_ms_ = INT64_MIN;   // the hour of load_now_
+  LoadSample load_now_;                // this hour's load as last recorded
+  int64_t last_replan_ms_ = INT64_MIN;
   std::atomic<int64_t> cycle_no_{0};
   std::mutex cycle_mu_;  // one cycle at a time
 

@@ -66,7 +66,7 @@ const char* const kHtml = R"HTML(<!doctype html>
 <svg id="svg-ns" width="0" height="0" aria-hidden="true" style="position:absolute"></svg>
 <header>
   <h1>GreenShard</h1>
-  <span class="meta">placer <b id="placer">-</b></span>
+  <span class="meta">policy <b id="policy">-</b></span>
   <span class="meta" id="updated">not loaded yet</span>
   <form id="token-form" hidden autocomplete="off">
     <label for="token-input">Bearer token</label>
@@ -353,7 +353,7 @@ const char* const kHtml = R"HTML(<!doctype html>
       if (gen !== generation) return;
       renderJobs(res[0]);
       renderRegions(res[1], res[0]);
-      $('placer').textContent = res[1].placer || '-';
+      $('policy').textContent = res[1].policy || '-';
       $('updated').textContent = 'updated ' + new Date().toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
       clearError();
       setStatus('ok');

@@ -28,6 +28,19 @@ const char* const kMigrations[] = {
     "  outcome TEXT NOT NULL,"
     "  region TEXT, policy TEXT, explanation TEXT);"
     "CREATE INDEX decisions_job ON decisions(job_id, id);",
+    // 4: capacity reservations and the realized load per hour
+    "CREATE TABLE reservations ("
+    "  job_id TEXT NOT NULL,"
+    "  region TEXT NOT NULL,"
+    "  start_ms INTEGER NOT NULL,"
+    "  end_ms INTEGER NOT NULL,"
+    "  nodes INTEGER NOT NULL,"
+    "  CHECK (end_ms > start_ms AND nodes > 0));"
+    "CREATE INDEX reservations_job ON reservations(job_id, start_ms);"
+    "CREATE TABLE load_history ("
+    "  hour_ms INTEGER PRIMARY KEY,"
+    "  busy_nodes REAL NOT NULL,"
+    "  capacity_nodes REAL NOT NULL);",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -45,6 +58,7 @@ struct Stmt {
     if (v.empty()) sqlite3_bind_null(s, i); else text(i, v);
   }
   void i64(int i, int64_t v) { sqlite3_bind_int64(s, i, v); }
+  void f64(int i, double v) { sqlite3_bind_double(s, i, v); }
   std::string col_text(int i) {
     auto p = sqlite3_column_text(s, i);
     return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(s, i)) : "";
@@ -128,9 +142,19 @@ void Store::write(const std::vector<const Job*>& jobs, const std::vector<std::st
   b.rows.reserve(jobs.size());
   for (const Job* j : jobs)
     b.rows.push_back({j->id(), j->tenant(), std::string(to_string(j->state())),
-                      j->idempotency_key, j->to_document().dump(), j->seq});
+                      j->idempotency_key, j->to_document().dump(), j->seq, reservations_of(*j)});
   b.deletes = deleted_ids;
   b.decisions = decisions;
+  submit(b);
+}
+
+void Store::record_load(const LoadSample& sample) {
+  Batch b;
+  b.loads.push_back(sample);
+  submit(b);
+}
+
+void Store::submit(Batch& b) {
   std::unique_lock<std::mutex> l(q_mu_);
   if (stop_) throw StoreError("job store is closed");
   queue_.push_back(&b);
@@ -161,6 +185,8 @@ void Store::commit(std::vector<Batch*>& batches) {
     Stmt up(db_,
             "INSERT INTO jobs(id, seq, tenant, state, idem_key, doc) VALUES(?,?,?,?,?,?) "
             "ON CONFLICT(id) DO UPDATE SET state=excluded.state, doc=excluded.doc;");
+    Stmt delr(db_, "DELETE FROM reservations WHERE job_id=?;");
+    Stmt insr(db_, "INSERT INTO reservations(job_id, region, start_ms, end_ms, nodes) VALUES(?,?,?,?,?);");
     for (const Row& r : b->rows) {
       up.text(1, r.id);
       up.i64(2, r.seq);
@@ -169,6 +195,16 @@ void Store::commit(std::vector<Batch*>& batches) {
       up.text_or_null(5, r.idem_key);
       up.text(6, r.doc);
       up.run(db_);
+      delr.text(1, r.id);
+      delr.run(db_);
+      for (const Reservation& v : r.reservations) {
+        insr.text(1, v.job_id);
+        insr.text(2, v.region);
+        insr.i64(3, v.start_ms);
+        insr.i64(4, v.end_ms);
+        insr.i64(5, v.nodes);
+        insr.run(db_);
+      }
     }
     if (!b->deletes.empty()) {
       Stmt del(db_, "DELETE FROM jobs WHERE id=?;");
@@ -178,6 +214,20 @@ void Store::commit(std::vector<Batch*>& batches) {
         del.run(db_);
         deld.text(1, id);
         deld.run(db_);
+        delr.text(1, id);
+        delr.run(db_);
+      }
+    }
+    if (!b->loads.empty()) {
+      Stmt ld(db_,
+              "INSERT INTO load_history(hour_ms, busy_nodes, capacity_nodes) VALUES(?,?,?) "
+              "ON CONFLICT(hour_ms) DO UPDATE SET busy_nodes=excluded.busy_nodes, "
+              "capacity_nodes=excluded.capacity_nodes;");
+      for (const auto& x : b->loads) {
+        ld.i64(1, x.hour_ms);
+        ld.f64(2, x.busy_nodes);
+        ld.f64(3, x.capacity_nodes);
+        ld.run(db_);
       }
     }
     if (!b->decisions.empty()) {
@@ -249,6 +299,29 @@ std::vector<DecisionRecord> Store::decisions(const std::string& job_id, size_t n
   while (sqlite3_step(st.s) == SQLITE_ROW)
     out.push_back({sqlite3_column_int64(st.s, 0), st.col_text(1), sqlite3_column_int64(st.s, 2),
                    st.col_text(3), st.col_text(4), st.col_text(5), st.col_text(6)});
+  return out;
+}
+
+std::vector<Reservation> Store::load_reservations() {
+  std::lock_guard<std::mutex> dl(db_mu_);
+  Stmt st(db_, "SELECT job_id, region, start_ms, end_ms, nodes FROM reservations ORDER BY job_id, start_ms;");
+  std::vector<Reservation> out;
+  int rc;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
+    out.push_back({st.col_text(0), st.col_text(1), sqlite3_column_int64(st.s, 2), sqlite3_column_int64(st.s, 3),
+                   sqlite3_column_int(st.s, 4)});
+  if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db_));
+  return out;
+}
+
+std::vector<LoadSample> Store::load_history() {
+  std::lock_guard<std::mutex> dl(db_mu_);
+  Stmt st(db_, "SELECT hour_ms, busy_nodes, capacity_nodes FROM load_history ORDER BY hour_ms;");
+  std::vector<LoadSample> out;
+  int rc;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
+    out.push_back({sqlite3_column_int64(st.s, 0), sqlite3_column_double(st.s, 1), sqlite3_column_double(st.s, 2)});
+  if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db_));
   return out;
 }
 

@@ -13,7 +13,12 @@
 //     migration above it in order, each in its own transaction; a database
 //     newer than this binary (user_version > kSchemaVersion) is refused;
 //   - a job is stored as its whole document (Job::to_document) plus indexed
-//     columns (tenant, state, seq, idempotency key).
+//     columns (tenant, state, seq, idempotency key);
+//   - a job's capacity reservations (reservations_of(job)) are a table of
+//     their own, replaced in the same transaction whenever the job is
+//     written, so they are exactly as durable as its state (schema 4);
+//   - the realized load per hour (LoadSample) is a table too: capacity
+//     pricing learns from it, also across controller restarts (schema 4).
 #pragma once
 
 #include <condition_variable>
@@ -47,9 +52,16 @@ struct DecisionRecord {
   std::string region, policy, explanation;
 };
 
+// Realized load of one UTC hour: nodes busy (running gangs and reservations)
+// out of all regions' capacity, as the scheduler saw it after placing.
+struct LoadSample {
+  int64_t hour_ms = 0;
+  double busy_nodes = 0, capacity_nodes = 0;
+};
+
 class Store {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens or creates the database and migrates it. Throws StoreError.
   explicit Store(const std::string& path);
@@ -65,6 +77,13 @@ class Store {
   void write(const std::vector<const Job*>& jobs, const std::vector<std::string>& deleted_ids = {},
              const std::vector<DecisionRecord>& decisions = {});
   void write_one(const Job& job) { write({&job}); }
+  // Upserts the load of an hour (durable on return).
+  void record_load(const LoadSample& sample);
+
+  // Every stored reservation, by job id then start.
+  std::vector<Reservation> load_reservations();
+  // The load history, oldest hour first.
+  std::vector<LoadSample> load_history();
 
   // Every stored job, in seq order. Throws StoreError on a corrupt row
   // (naming the job id).
@@ -81,9 +100,11 @@ class Store {
   struct Row {
     std::string id, tenant, state, idem_key, doc;
     int64_t seq;
+    std::vector<Reservation> reservations;
   };
   struct Batch {
     std::vector<Row> rows;
+    std::vector<LoadSample> loads;
     std::vector<std::string> deletes;
     std::vector<DecisionRecord> decisions;
     bool done = false;
@@ -92,6 +113,7 @@ class Store {
   void migrate();
   void exec(const char* sql);
   void writer_loop();
+  void submit(Batch& b);  // queues b and waits until it is committed
   void commit(std::vector<Batch*>& batches);
 
   std::string path_;

@@ -22,6 +22,10 @@ WORKDIR /src
 COPY CMakeLists.txt ./
 COPY carbon/ carbon/
 COPY controller/ controller/
+# The worker's job-spec schema, which checks submitted specs (no LibTorch).
+COPY worker/job_schema.cmake worker/config.h worker/config.cpp worker/
+COPY shard/names.cmake shard/
+COPY shard/include/shard/strategy_names.h shard/include/shard/
 RUN cmake -S . -B /build -G Ninja \
       -DCMAKE_BUILD_TYPE=Release \
       "-DGREENSHARD_SKIP_DIRS=shard;worker" \

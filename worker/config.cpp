@@ -2,6 +2,7 @@
 
 #include "carbon/error.h"
 #include "carbon/hardware.h"
+#include "shard/strategy_names.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -32,6 +33,7 @@ struct Field {
   Field { path, help, [](JobConfig& c) -> Target { return &c.member; } }
 
 const std::vector<Field>& fields() {
+  static const std::string strategy_help = shard::sharding_strategy_names(" | ");
   static const std::vector<Field> f = {
       GS_FIELD("model.layers", model.layers, "transformer blocks (each an FSDP unit)"),
       GS_FIELD("model.heads", model.heads, "attention heads (must divide model.embd)"),
@@ -56,7 +58,7 @@ const std::vector<Field>& fields() {
       GS_FIELD("schedule.grad_accum", schedule.grad_accum, "micro-batches per step (gradient accumulation)"),
       GS_FIELD("schedule.eval_interval", schedule.eval_interval, "steps between validation losses (0 = never)"),
       GS_FIELD("schedule.eval_batches", schedule.eval_batches, "batches per validation loss"),
-      GS_FIELD("sharding.strategy", sharding.strategy, "FULL_SHARD | SHARD_GRAD_OP | NO_SHARD | HYBRID_SHARD"),
+      GS_FIELD("sharding.strategy", sharding.strategy, strategy_help.c_str()),
       GS_FIELD("sharding.param_dtype", sharding.param_dtype, "auto (bfloat16 on CUDA, float32 on the CPU) | float32 | bfloat16 (compute; master shards and reductions stay fp32)"),
       GS_FIELD("sharding.limit_all_gathers", sharding.limit_all_gathers, "units prefetched ahead (rate limiter)"),
       GS_FIELD("sharding.hybrid_group_size", sharding.hybrid_group_size, "HYBRID_SHARD shard-group size (0 = local world)"),
@@ -71,7 +73,8 @@ const std::vector<Field>& fields() {
       GS_FIELD("metrics.bind", metrics.bind, "address the exporter binds"),
       GS_FIELD("carbon.region", carbon.region, "grid region label; env GREENSHARD_REGION"),
       GS_FIELD("carbon.gco2_per_kwh", carbon.gco2_per_kwh, "grid intensity (constant); env GREENSHARD_GRID_INTENSITY"),
-      GS_FIELD("carbon.intensity_url", carbon.intensity_url, "GET {\"gco2_per_kwh\": x} once a minute; env GREENSHARD_INTENSITY_URL"),
+      GS_FIELD("carbon.intensity_url", carbon.intensity_url, "GET {\"gco2_per_kwh\": x} every carbon.intensity_poll_s (bearer status.token); env GREENSHARD_INTENSITY_URL"),
+      GS_FIELD("carbon.intensity_poll_s", carbon.intensity_poll_s, "seconds between intensity_url polls; env GREENSHARD_INTENSITY_POLL_S"),
       GS_FIELD("carbon.pue", carbon.pue, "data-centre PUE >= 1; env GREENSHARD_PUE"),
       GS_FIELD("carbon.hardware", carbon.hardware, "hardware profile for the embodied term: auto (from the GPU's name, cpu-2s on the CPU), h100-sxm-8, h200-sxm-8, a100-sxm-8, cpu-2s"),
       GS_FIELD("carbon.cpu_tdp_watts", carbon.cpu_tdp_watts, "the host's CPU power at full load, for the modelled estimate when RAPL is unreadable (shared by the local ranks)"),
@@ -98,7 +101,7 @@ const Field* find_field(const std::string& path) {
 }
 
 [[noreturn]] void bad(const std::string& origin, const std::string& field, const std::string& why) {
-  throw ConfigError((origin.empty() ? "" : origin + ": ") + field + ": " + why);
+  throw ConfigError((origin.empty() ? "" : origin + ": ") + field + ": " + why, field);
 }
 
 void set_from_text(JobConfig& c, const Field& f, const std::string& v, const std::string& origin) {
@@ -203,7 +206,7 @@ void apply_config_file(JobConfig& c, const std::string& path) {
 
 void apply_field(JobConfig& c, const std::string& path, const std::string& value, const std::string& origin) {
   const Field* f = find_field(path);
-  if (!f) throw ConfigError(origin + ": unknown field '" + path + "'");
+  if (!f) throw ConfigError(origin + ": unknown field '" + path + "'", path);
   set_from_text(c, *f, value, origin);
 }
 
@@ -216,6 +219,7 @@ void apply_environment(JobConfig& c, const std::map<std::string, std::string>& e
       {"GREENSHARD_REGION", "carbon.region"},
       {"GREENSHARD_GRID_INTENSITY", "carbon.gco2_per_kwh"},
       {"GREENSHARD_INTENSITY_URL", "carbon.intensity_url"},
+      {"GREENSHARD_INTENSITY_POLL_S", "carbon.intensity_poll_s"},
       {"GREENSHARD_PUE", "carbon.pue"},
       {"GREENSHARD_STATUS_URL", "status.url"},
       {"GREENSHARD_STATUS_TOKEN", "status.token"},
@@ -229,7 +233,7 @@ void apply_environment(JobConfig& c, const std::map<std::string, std::string>& e
 
 void validate(const JobConfig& c) {
   auto need = [](bool ok, const char* field, const std::string& why) {
-    if (!ok) throw ConfigError(std::string(field) + ": " + why);
+    if (!ok) throw ConfigError(std::string(field) + ": " + why, field);
   };
   need(c.model.layers >= 1, "model.layers", "must be >= 1");
   need(c.model.heads >= 1, "model.heads", "must be >= 1");
@@ -251,13 +255,9 @@ void validate(const JobConfig& c) {
   need(c.schedule.grad_accum >= 1, "schedule.grad_accum", "must be >= 1");
   need(c.schedule.eval_interval >= 0, "schedule.eval_interval", "must be >= 0");
   need(c.schedule.eval_batches >= 1, "schedule.eval_batches", "must be >= 1");
-  {
-    // The names shard/ parses (case-insensitive, as shard::parse_sharding_strategy).
-    std::string up = c.sharding.strategy;
-    std::transform(up.begin(), up.end(), up.begin(), [](unsigned char ch) { return std::toupper(ch); });
-    need(up == "FULL_SHARD" || up == "SHARD_GRAD_OP" || up == "NO_SHARD" || up == "HYBRID_SHARD", "sharding.strategy",
-         "must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD, got '" + c.sharding.strategy + "'");
-  }
+  // The names shard/ parses (case-insensitive, shard/strategy_names.h).
+  need(shard::find_sharding_strategy(c.sharding.strategy).has_value(), "sharding.strategy",
+       "must be " + shard::sharding_strategy_names() + ", got '" + c.sharding.strategy + "'");
   need(c.sharding.param_dtype == "auto" || c.sharding.param_dtype == "float32" || c.sharding.param_dtype == "bfloat16",
        "sharding.param_dtype", "must be auto, float32 or bfloat16, got '" + c.sharding.param_dtype + "'");
   need(c.model.attention == "auto" || c.model.attention == "sdpa" || c.model.attention == "explicit", "model.attention",
@@ -289,6 +289,8 @@ void validate(const JobConfig& c) {
   if (!c.status.url.empty())
     need(c.status.url.rfind("http://", 0) == 0 || c.status.url.rfind("https://", 0) == 0, "status.url",
          "must start with http:// or https://");
+  need(c.carbon.intensity_poll_s > 0 && c.carbon.intensity_poll_s <= 86400, "carbon.intensity_poll_s",
+       "must be in (0, 86400]");
   if (!c.carbon.intensity_url.empty())
     need(c.carbon.intensity_url.rfind("http://", 0) == 0 || c.carbon.intensity_url.rfind("https://", 0) == 0,
          "carbon.intensity_url", "must start with http:// or https://");

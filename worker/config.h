@@ -16,7 +16,17 @@ namespace greenshard {
 // Bad input: the message names the field (or flag, or variable).
 struct ConfigError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+  ConfigError(const std::string& message, std::string field_path)
+      : std::invalid_argument(message), field(std::move(field_path)) {}
+  // The job-spec field at fault ("model.embd", "sharding.strategy"), when the
+  // error is about one (the controller names it in its 400 answer).
+  std::string field;
 };
+
+// greenshard-worker prints a configuration error (exit 2) as one line on
+// stderr starting with this; the local executor reads that line back into
+// the job's failure_reason (docs/worker-controller.md).
+inline constexpr const char* kConfigErrorPrefix = "greenshard-worker: config error: ";
 
 struct JobConfig {
   struct Model {
@@ -57,7 +67,8 @@ struct JobConfig {
   struct Carbon {
     std::string region = "unknown";
     double gco2_per_kwh = 400.0;
-    std::string intensity_url;   // polled once a minute when set
+    std::string intensity_url;   // polled every intensity_poll_s when set
+    double intensity_poll_s = 60.0;  // seconds between intensity_url polls
     double pue = 1.2;
     std::string hardware = "auto";  // auto (from the device) or a carbon/ profile
     double cpu_tdp_watts = 65.0;  // modelled CPU power when RAPL is unreadable

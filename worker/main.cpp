@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : greenshard::kExitBadConfig;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::cerr << greenshard::kConfigErrorPrefix << e.what() << " (run with --help for the flags)" << std::endl;
+    return greenshard::kExitBadConfig;
   }
   try {
     if (prepare->parsed()) return run_prepare(inputs, out_dir, val_fraction);
@@ -116,11 +117,12 @@ int main(int argc, char** argv) {
     }
     greenshard::install_preemption_handlers();
     return greenshard::train(cfg);
-  } catch (const greenshard::ConfigError& e) {
-    std::cerr << "greenshard-worker: " << e.what() << std::endl;
-    return greenshard::kExitBadConfig;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "greenshard-worker: " << e.what() << std::endl;
+  } catch (const std::invalid_argument& e) {  // greenshard::ConfigError, shard's option checks
+    // One line: the local executor reports it as the job's failure_reason.
+    std::string line = e.what();
+    for (char& ch : line)
+      if (ch == '\n' || ch == '\r') ch = ' ';
+    std::cerr << greenshard::kConfigErrorPrefix << line << std::endl;
     return greenshard::kExitBadConfig;
   } catch (const std::exception& e) {
     std::cerr << "greenshard-worker: error: " << e.what() << std::endl;

@@ -74,13 +74,15 @@ void StatusPusher::loop() {
   }
 }
 
-std::optional<double> fetch_intensity(const std::string& url) {
+std::optional<double> fetch_intensity(const std::string& url, const std::string& token) {
   try {
     auto [base, path] = split_url(url);
     httplib::Client client(base);
     client.set_connection_timeout(2);
     client.set_read_timeout(5);
-    auto res = client.Get(path);
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = client.Get(path, headers);
     if (!res || res->status != 200) return std::nullopt;
     auto j = nlohmann::json::parse(res->body);
     const double v = j.at("gco2_per_kwh").get<double>();

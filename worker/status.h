@@ -38,8 +38,10 @@ class StatusPusher {
   std::thread thread_;
 };
 
-// GET url -> {"gco2_per_kwh": x}; nullopt on any failure (the caller keeps
-// its last value and marks it stale).
-std::optional<double> fetch_intensity(const std::string& url);
+// GET url -> {"gco2_per_kwh": x}, with "Authorization: Bearer <token>" when
+// token is not empty (the controller's GET /v1/regions/{name}/intensity takes
+// the job's status token); nullopt on any failure (the caller keeps its last
+// value and marks it stale).
+std::optional<double> fetch_intensity(const std::string& url, const std::string& token = "");
 
 }  // namespace greenshard

@@ -155,15 +155,17 @@ void agree(shard::Rendezvous& rdzv, const std::string& error) {
   if (bad[0] > 0) throw ConfigError("another rank rejected the configuration (see its log)");
 }
 
-// The intensity in force: the configured constant, or polled from a URL.
+// The intensity in force: the configured constant, or polled from a URL
+// every carbon.intensity_poll_s (with the status token as bearer).
 class Intensity {
  public:
-  explicit Intensity(const JobConfig::Carbon& c) : value_(c.gco2_per_kwh), url_(c.intensity_url) {}
+  Intensity(const JobConfig::Carbon& c, std::string token)
+      : value_(c.gco2_per_kwh), url_(c.intensity_url), token_(std::move(token)), period_s_(c.intensity_poll_s) {}
   double now(bool* stale) {
     if (url_.empty()) return value_;
-    if (!last_poll_ || seconds_since(*last_poll_) >= 60) {
+    if (!last_poll_ || seconds_since(*last_poll_) >= period_s_) {
       last_poll_ = Clock::now();
-      auto got = fetch_intensity(url_);
+      auto got = fetch_intensity(url_, token_);
       if (got) {
         value_ = *got;
         stale_ = false;
@@ -177,7 +179,8 @@ class Intensity {
 
  private:
   double value_;
-  std::string url_;
+  std::string url_, token_;
+  double period_s_;
   std::optional<Clock::time_point> last_poll_;
   bool stale_ = false;
 };
@@ -333,7 +336,7 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   EnergyMeter meter(eo);
   const carbon::HardwareProfile& hw = carbon::hardware_profile(plan.hardware);
   carbon::EmissionsAccumulator mine(cfg.carbon.pue, hw, cfg.carbon.resources);  // this rank, this run
-  Intensity intensity(cfg.carbon);
+  Intensity intensity(cfg.carbon, cfg.status.token);
   const RunState base = st;  // totals before this run
   double last_energy_j = 0;
   auto last_meter = Clock::now();
@@ -361,9 +364,11 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
     auto r = meter.read();
     const double e = r.total_joules();
     const double dt = seconds_since(last_meter);
+    // The interval's energy at the intensity in force during it (the value
+    // polled before it began); then the value for the next interval.
+    mine.add_seconds(e - last_energy_j, dt, intensity_now);
     bool stale = false;
     intensity_now = intensity.now(&stale);
-    mine.add_seconds(e - last_energy_j, dt, intensity_now);
     last_energy_j = e;
     last_meter = Clock::now();
     auto tot = all_reduce(*rdzv, {mine.energy_joules(), mine.operational_grams(), mine.embodied_grams()},

@@ -2,6 +2,8 @@
 
 #include "csv_line.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #ifndef GREENSHARD_CARBON_DATA_DIR
@@ -56,6 +58,36 @@ std::vector<ZoneInfo> read_zones(const fs::path& dir) {
   return zones;
 }
 
+// The four-digit folders of `dir`, ascending; they must be consecutive.
+std::vector<int> read_years(const fs::path& dir) {
+  std::vector<int> years;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() == 4 && std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c); }) &&
+        it->is_directory())
+      years.push_back(std::stoi(name));
+  }
+  if (ec) throw CarbonError(dir.string() + ": " + ec.message());
+  std::sort(years.begin(), years.end());
+  if (years.empty()) throw CarbonError(dir.string() + ": no <year>/ folder of <zone>.csv files (e.g. 2023/)");
+  for (size_t i = 1; i < years.size(); ++i)
+    if (years[i] != years[i - 1] + 1)
+      throw CarbonError(dir.string() + ": years " + std::to_string(years[i - 1]) + " and " + std::to_string(years[i]) +
+                        " are not consecutive (missing " + std::to_string(years[i - 1] + 1) + "/)");
+  return years;
+}
+
+// The first line of SOURCE, or the directory when there is no SOURCE.
+std::string read_source(const fs::path& dir) {
+  const fs::path file = dir / "SOURCE";
+  if (!fs::exists(file)) return dir.string();
+  const std::string text = detail::read_file(file.string());
+  const std::string line(detail::trim(std::string_view(text).substr(0, text.find('\n'))));
+  if (line.empty()) throw InputError(file.string(), 1, 0, "empty (one line naming the data source expected)");
+  return line;
+}
+
 }  // namespace
 
 Catalog Catalog::load(const fs::path& dir) { return load(dir, {}); }
@@ -70,13 +102,46 @@ Catalog Catalog::load(const fs::path& dir, const std::vector<std::string>& wante
     for (const auto& w : wanted) keep.push_back(all.info(all.resolve(w)));
   }
   Catalog c;
+  c.years_ = read_years(dir);
+  c.source_ = read_source(dir);
   for (auto& z : keep) {
     CsvOptions o;
     o.zone = z.id;
-    c.series_.push_back(read_intensity_csv(dir / "2023" / (z.id + ".csv"), o));
+    std::vector<double> values;
+    Time start{}, end{};
+    for (int y : c.years_) {
+      const fs::path file = dir / std::to_string(y) / (z.id + ".csv");
+      if (!fs::exists(file)) throw CarbonError(file.string() + ": missing (zone " + z.id + " in year " + std::to_string(y) + ")");
+      IntensitySeries s = read_intensity_csv(file, o);
+      if (s.step() != Hours{1}) throw CarbonError(file.string() + ": not hourly");
+      if (values.empty()) start = s.start();
+      else if (s.start() != end)
+        throw CarbonError(file.string() + ": starts at " + format_time(s.start()) + ", the year before ends at " +
+                          format_time(end) + " (the years must join without a gap or overlap)");
+      end = s.end();
+      values.insert(values.end(), s.values().begin(), s.values().end());
+    }
+    c.series_.emplace_back(z.id, start, Hours{1}, std::move(values));
     c.zones_.push_back(std::move(z));
   }
   return c;
+}
+
+std::string Catalog::describe() const {
+  std::string years;
+  if (!years_.empty())
+    years = years_.size() == 1 ? std::to_string(years_.front())
+                               : std::to_string(years_.front()) + "-" + std::to_string(years_.back());
+  Time from = Time::max(), to = Time::min();
+  for (const auto& s : series_) {
+    from = std::min(from, s.start());
+    to = std::max(to, s.end());
+  }
+  std::string out = source_ + "; " + years;
+  if (!series_.empty()) out += " (" + format_time(from) + " to " + format_time(to) + ")";
+  out += "; " + std::to_string(zones_.size()) + (zones_.size() == 1 ? " zone: " : " zones: ");
+  for (size_t i = 0; i < zones_.size(); ++i) out += (i ? ", " : "") + zones_[i].id;
+  return out;
 }
 
 std::vector<std::string> Catalog::ids() const {

@@ -1,5 +1,7 @@
 #include "carbon/placement.h"
 
+#include "carbon/expected_load.h"
+
 #include "carbon/error.h"
 
 #include <algorithm>
@@ -320,11 +322,7 @@ struct PassContext {
 };
 
 // Hour of the week of slot k (0 = Monday 00:00 UTC).
-int hour_of_week(Time now, int k) {
-  auto h = to_unix(floor_hour(now)) / 3600 + k;
-  auto day = ((h / 24) % 7 + 7 + 3) % 7;   // 1970-01-01 was a Thursday
-  return static_cast<int>(day * 24 + ((h % 24) + 24) % 24);
-}
+int hour_of_week(Time now, int k) { return ExpectedLoad::hour_of_week(floor_hour(now) + Hours{k}); }
 
 // Marginal intensity of slot k: fill max(expected, planned) GPUs cleanest
 // region first; theta is the intensity of the region where the fill ends.

@@ -2,6 +2,8 @@
 
 #include "carbon/accounting.h"
 #include "carbon/error.h"
+#include "carbon/expected_load.h"
+#include "carbon/scheduling_pass.h"
 
 #include <algorithm>
 #include <cmath>
@@ -141,6 +143,28 @@ Policy placement_policy(SimPolicy p) {
   }
 }
 
+// Totals, delays and per-region load of res.outcomes (already accounted).
+void total(const std::vector<Job>& trace, PolicyResult& res) {
+  std::vector<double> delays;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const auto& o = res.outcomes[i];
+    res.total_grams += o.grams;
+    if (!std::isnan(o.operational_grams)) res.operational_grams += o.operational_grams;
+    res.deadline_misses += o.deadline_missed ? 1 : 0;
+    delays.push_back(o.delay_h);
+    double run_h = 0;
+    for (const auto& w : o.windows) run_h += static_cast<double>((w.end - w.start).count()) / 3600.0;
+    res.gpu_hours_by_region[o.region] += run_h * trace[i].gpus;
+  }
+  if (res.policy == SimPolicy::kOracle) res.operational_grams = kNaN;
+  res.embodied_grams = std::isnan(res.operational_grams) ? kNaN : res.total_grams - res.operational_grams;
+  if (!delays.empty()) {
+    res.mean_delay_h = std::accumulate(delays.begin(), delays.end(), 0.0) / static_cast<double>(delays.size());
+    std::sort(delays.begin(), delays.end());
+    res.p95_delay_h = delays[static_cast<size_t>(std::ceil(0.95 * static_cast<double>(delays.size()))) - 1];
+  }
+}
+
 }  // namespace
 
 PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, SimPolicy policy) {
@@ -157,8 +181,6 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
   } else {
     PlacementOptions opt = config.placement;
     opt.policy = placement_policy(policy);
-    PlacementOptions fallback = opt;
-    fallback.policy = policy == SimPolicy::kTemporal ? Policy::kRunNowHome : Policy::kSpatial;
     int lookahead = static_cast<int>(opt.max_lookahead.count());
 
     std::vector<size_t> order(trace.size());
@@ -180,51 +202,41 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
     size_t next = 0;
     Time t = order.empty() ? Time{} : ceil_hour(trace[order[0]].submit);
     Time give_up = order.empty() ? Time{} : ceil_hour(trace[order.back()].submit) + Hours{24 * 60};
-    auto capacity_of = [&](const std::string& zone) { return region_of(config, zone).capacity; };
-    auto fits = [&](const std::string& zone, const std::vector<Window>& ws, int gpus) {
-      for (const auto& w : ws)
-        for (Time h = floor_hour(w.start); h < w.end; h += Hours{1})
-          if (ledger.used(zone, h) + gpus > capacity_of(zone)) return false;
-      return true;
-    };
     std::vector<Job> batch;
     // Learned expected load per hour of the week (capacity pricing).
     const bool learn = config.learn_expected_load && policy == SimPolicy::kSpatioTemporal;
     double total_capacity = 0;
     for (const auto& r : config.regions) total_capacity += r.capacity;
-    std::vector<double> load_how(168, 0.0);
-    std::vector<int> seen_how(168, 0);
-    int buckets_seen = 0;
+    ExpectedLoad expected(config.load_learning_rate);
     Time learned_until = t;
     auto learn_until = [&](Time now) {
+      // Hours before `now` are final: no later cycle plans into them.
       for (; learned_until < now; learned_until += Hours{1}) {
         double busy = 0;
         for (const auto& r : config.regions) busy += ledger.used(r.zone, learned_until);
-        double u = total_capacity > 0 ? busy / total_capacity : 0.0;
-        auto h = to_unix(learned_until) / 3600;
-        size_t how = static_cast<size_t>(((h / 24 + 3) % 7) * 24 + h % 24);   // Monday 00:00 = 0
-        if (seen_how[how]++ == 0) {
-          load_how[how] = u;
-          ++buckets_seen;
-        } else {
-          load_how[how] += config.load_learning_rate * (u - load_how[how]);
-        }
+        expected.observe(learned_until, total_capacity > 0 ? busy / total_capacity : 0.0);
       }
-      if (buckets_seen == 168) opt.expected_load_by_hour_of_week = load_how;
+      if (expected.ready()) opt.expected_load_by_hour_of_week = expected.by_hour_of_week();
     };
     while (next < order.size() || !pending.empty() || !waiting.empty()) {
       if (t > give_up) throw CarbonError("simulator: jobs still unplaced 60 days after the last submission (capacity too small?)");
       while (next < order.size() && ceil_hour(trace[order[next]].submit) <= t) pending.push_back(order[next++]);
       bool replan_now = replan > 0 && (to_unix(t) / 3600) % replan == 0;
-      // Old plans of re-planned jobs, to restore when they no longer fit.
-      std::map<size_t, JobOutcome> old_plan;
+      // Old plans of re-planned jobs, kept when they no longer fit anew.
+      std::map<size_t, Decision> old_plan;
       if (replan_now) {
-        std::vector<size_t> keep;
         for (size_t i : waiting) {
           auto& o = res.outcomes[i];
           if (o.windows.front().start <= t) continue;   // started: fixed from now on
           ledger.reserve(o.region, o.windows, -trace[i].gpus);
-          old_plan[i] = o;
+          Decision d;
+          d.feasible = true;
+          d.region = o.region;
+          d.windows = o.windows;
+          d.start = o.windows.front().start;
+          d.end = o.windows.back().end;
+          d.expected_grams = o.expected_grams;
+          old_plan[i] = std::move(d);
           pending.push_back(i);
         }
         waiting.clear();
@@ -249,71 +261,59 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         int h = static_cast<int>(std::min<long>(lookahead, (a.end() - t) / Hours{1}));
         regions[ri].forecast = forecast_series(*forecaster, a, t, h);
       }
-      auto accept = [&](size_t i, const Decision& d, bool fb) {
+      batch.clear();
+      std::vector<std::optional<Decision>> previous;
+      for (size_t i : pending) {
+        batch.push_back(trace[i]);
+        auto it = old_plan.find(i);
+        previous.push_back(it == old_plan.end() ? std::nullopt : std::optional<Decision>(it->second));
+      }
+      auto results = schedule_pass(batch, previous, regions, ledger, t, opt, fallback_policy(opt.policy));
+      std::vector<size_t> still;
+      for (size_t b = 0; b < batch.size(); ++b) {
+        size_t i = pending[b];
+        if (results[b].outcome == PassOutcome::kUnplaced) {
+          still.push_back(i);
+          continue;
+        }
+        const Decision& d = results[b].decision;
         auto& o = res.outcomes[i];
         o.job_id = trace[i].id;
         o.region = d.region;
         o.windows = d.windows;
         o.expected_grams = d.expected_grams;
-        o.fallback = fb;
+        o.fallback = results[b].outcome == PassOutcome::kFallback;
         if (replan > 0 && o.windows.front().start > t) waiting.push_back(i);
-      };
-      batch.clear();
-      for (size_t i : pending) batch.push_back(trace[i]);
-      auto decisions = place_all(batch, regions, ledger, t, opt);
-      std::vector<size_t> still;
-      std::vector<Job> retry;
-      std::vector<size_t> retry_idx;
-      for (size_t b = 0; b < batch.size(); ++b) {
-        size_t i = pending[b];
-        if (decisions[b].feasible) {
-          accept(i, decisions[b], false);
-        } else if (auto it = old_plan.find(i); it != old_plan.end() && fits(it->second.region, it->second.windows, trace[i].gpus)) {
-          res.outcomes[i] = it->second;   // keep the old plan
-          ledger.reserve(it->second.region, it->second.windows, trace[i].gpus);
-          if (replan > 0) waiting.push_back(i);
-        } else {
-          retry.push_back(batch[b]);
-          retry_idx.push_back(i);
-        }
-      }
-      if (!retry.empty() && fallback.policy != opt.policy) {
-        auto fb = place_all(retry, regions, ledger, t, fallback);
-        for (size_t b = 0; b < retry.size(); ++b) {
-          if (fb[b].feasible) accept(retry_idx[b], fb[b], true);
-          else still.push_back(retry_idx[b]);
-        }
-      } else {
-        still = retry_idx;
       }
       pending = std::move(still);
       t += Hours{1};
     }
-    for (size_t i = 0; i < trace.size(); ++i) {
-      auto& o = res.outcomes[i];
-      account(config, trace[i], o.region, o);
-      finish_outcome(trace[i], o);
-    }
+    for (size_t i = 0; i < trace.size(); ++i) account_placement(config, trace[i], res.outcomes[i]);
   }
+  total(trace, res);
+  return res;
+}
 
-  std::vector<double> delays;
-  for (size_t i = 0; i < trace.size(); ++i) {
-    const auto& o = res.outcomes[i];
-    res.total_grams += o.grams;
-    if (!std::isnan(o.operational_grams)) res.operational_grams += o.operational_grams;
-    res.deadline_misses += o.deadline_missed ? 1 : 0;
-    delays.push_back(o.delay_h);
-    double run_h = 0;
-    for (const auto& w : o.windows) run_h += static_cast<double>((w.end - w.start).count()) / 3600.0;
-    res.gpu_hours_by_region[o.region] += run_h * trace[i].gpus;
-  }
-  if (policy == SimPolicy::kOracle) res.operational_grams = kNaN;
-  res.embodied_grams = std::isnan(res.operational_grams) ? kNaN : res.total_grams - res.operational_grams;
-  if (!delays.empty()) {
-    res.mean_delay_h = std::accumulate(delays.begin(), delays.end(), 0.0) / static_cast<double>(delays.size());
-    std::sort(delays.begin(), delays.end());
-    res.p95_delay_h = delays[static_cast<size_t>(std::ceil(0.95 * static_cast<double>(delays.size()))) - 1];
-  }
+void account_placement(const SimConfig& config, const Job& job, JobOutcome& o) {
+  if (o.windows.empty()) throw CarbonError("simulator: job " + job.id + " has no run window");
+  account(config, job, o.region, o);
+  finish_outcome(job, o);
+}
+
+PolicyResult score_placements(const std::vector<Job>& trace, const SimConfig& config, SimPolicy policy,
+                              std::string forecaster, std::string engine, std::vector<JobOutcome> outcomes) {
+  validate(trace, config);
+  if (outcomes.size() != trace.size())
+    throw CarbonError("simulator: " + std::to_string(outcomes.size()) + " outcomes for " +
+                      std::to_string(trace.size()) + " jobs");
+  PolicyResult res;
+  res.policy = policy;
+  res.forecaster = std::move(forecaster);
+  res.engine = std::move(engine);
+  res.jobs = static_cast<int>(trace.size());
+  res.outcomes = std::move(outcomes);
+  for (size_t i = 0; i < trace.size(); ++i) account_placement(config, trace[i], res.outcomes[i]);
+  total(trace, res);
   return res;
 }
 
@@ -328,6 +328,15 @@ std::vector<PolicyResult> compare_policies(const std::vector<Job>& trace, const 
   return out;
 }
 
+namespace {
+// "spatio-temporal", or "spatio-temporal@service" for another engine's run.
+std::string label(const PolicyResult& r) {
+  std::string s = sim_policy_name(r.policy);
+  if (r.engine != "library") s += "@" + r.engine;
+  return s;
+}
+}  // namespace
+
 std::string format_results_table(const std::vector<PolicyResult>& results) {
   std::string s;
   char buf[256];
@@ -336,7 +345,7 @@ std::string format_results_table(const std::vector<PolicyResult>& results) {
   s += buf;
   for (const auto& r : results) {
     std::snprintf(buf, sizeof buf, "%-16s %-18s %7d %12.2f %12.2f %10.2f %9.2f %7d %9.2f %9.2f\n",
-                  sim_policy_name(r.policy), r.forecaster.c_str(), r.jobs, r.total_grams / 1e6,
+                  label(r).c_str(), r.forecaster.c_str(), r.jobs, r.total_grams / 1e6,
                   r.operational_grams / 1e6, r.embodied_grams / 1e6, r.saved_pct_vs_fifo, r.deadline_misses,
                   r.mean_delay_h, r.p95_delay_h);
     s += buf;
@@ -348,7 +357,7 @@ std::string results_csv(const std::vector<PolicyResult>& results) {
   std::string s = "policy,forecast,jobs,total_g,operational_g,embodied_g,saved_pct_vs_fifo,deadline_misses,mean_delay_h,p95_delay_h\n";
   char buf[320];
   for (const auto& r : results) {
-    std::snprintf(buf, sizeof buf, "%s,%s,%d,%.3f,%.3f,%.3f,%.4f,%d,%.4f,%.4f\n", sim_policy_name(r.policy),
+    std::snprintf(buf, sizeof buf, "%s,%s,%d,%.3f,%.3f,%.3f,%.4f,%d,%.4f,%.4f\n", label(r).c_str(),
                   r.forecaster.c_str(), r.jobs, r.total_grams, r.operational_grams, r.embodied_grams,
                   r.saved_pct_vs_fifo, r.deadline_misses, r.mean_delay_h, r.p95_delay_h);
     s += buf;
@@ -362,7 +371,7 @@ std::string format_region_load_table(const std::vector<PolicyResult>& results, c
   std::snprintf(buf, sizeof buf, "%-14s", "GPU-h (k)");
   s += buf;
   for (const auto& r : results) {
-    std::snprintf(buf, sizeof buf, " %16s", sim_policy_name(r.policy));
+    std::snprintf(buf, sizeof buf, " %16s", label(r).c_str());
     s += buf;
   }
   s += "\n";

@@ -79,25 +79,7 @@ bool is_deferred(const at::Tensor& param) {
 }
 
 // ---- policy ----
-const char* to_string(ShardingStrategy s) {
-  switch (s) {
-    case ShardingStrategy::kFullShard: return "FULL_SHARD";
-    case ShardingStrategy::kShardGradOp: return "SHARD_GRAD_OP";
-    case ShardingStrategy::kNoShard: return "NO_SHARD";
-    case ShardingStrategy::kHybridShard: return "HYBRID_SHARD";
-  }
-  return "?";
-}
-
-ShardingStrategy parse_sharding_strategy(const std::string& text, const std::string& field) {
-  std::string up = text;
-  std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
-  for (auto s : {ShardingStrategy::kFullShard, ShardingStrategy::kShardGradOp, ShardingStrategy::kNoShard,
-                 ShardingStrategy::kHybridShard})
-    if (up == to_string(s)) return s;
-  throw std::invalid_argument(field + ": unknown sharding strategy '" + text +
-                              "' (expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD)");
-}
+// to_string(ShardingStrategy) and parse_sharding_strategy: shard/strategy_names.h.
 
 void validate(const FullyShardOptions& o, int world_size, int local_world_size) {
   auto bad = [](const std::string& field, const std::string& why) {

@@ -357,7 +357,8 @@ TEST(ControllerOpenApi, TheDocumentListsExactlyTheServedRoutes) {
   const std::set<std::string> expected = {
       "post /v1/jobs", "get /v1/jobs", "get /v1/jobs/{id}", "delete /v1/jobs/{id}",
       "post /v1/jobs/{id}/cancel", "get /v1/jobs/{id}/logs", "post /v1/jobs/{id}/status",
-      "get /v1/regions", "get /v1/openapi.json", "get /healthz", "get /readyz", "get /metrics"};
+      "get /v1/regions", "get /v1/regions/{name}/intensity", "get /v1/openapi.json", "get /healthz", "get /readyz",
+      "get /metrics"};
   EXPECT_EQ(documented, expected);
   // Every documented operation is served (whatever its answer, it is not
   // "no such route").

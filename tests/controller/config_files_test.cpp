@@ -4,6 +4,9 @@
 // and a real greenshard-controller whose Carbon Aware SDK source is an
 // HTTP server in this test on loopback (it plays the SDK's WebAPI: no real
 // SDK runs here), seen through GET /v1/regions and /metrics.
+#include <carbon/catalog.h>
+#include <carbon/csv_provider.h>
+#include <carbon/forecast.h>
 #include <carbon/hardware.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -65,6 +68,12 @@ const BadSource kBadSources[] = {
     {"electricitymaps' key file must exist", "source: electricitymaps\nurl: https://e\napi_key_file: /nonexistent/key\n", "^src.yaml: api_key_file: '/nonexistent/key': cannot read"},
     {"the top level must be a map", "- source: file\n", "^src.yaml: expected a map at the top level"},
     {"source must be a string", "source: [file]\n", "^src.yaml: source: expected a string"},
+    {"perfect forecasts need replay", "source: file\nforecaster: perfect\n", "^src.yaml: forecaster: 'perfect' uses the recorded future.*replay: true"},
+    {"perfect with noise needs replay too", "source: file\nforecaster: perfect+noise14\nreplay: false\n", "^src.yaml: forecaster: 'perfect\\+noise14' uses the recorded future"},
+    {"an unknown forecaster is named with the known ones", "source: file\nforecaster: oracle\n", "^src.yaml: forecaster: unknown forecaster 'oracle' \\(known: perfect, persistence"},
+    {"replay must be true or false", "source: file\nreplay: maybe\n", "^src.yaml: replay: expected true or false"},
+    {"a live source forecasts itself", "source: carbon-aware-sdk\nurl: http://x\nforecaster: blend\n", "^src.yaml: forecaster: not used by source carbon-aware-sdk"},
+    {"replay is for the file source", "source: carbon-aware-sdk\nurl: http://x\nreplay: true\n", "^src.yaml: replay: not used by source carbon-aware-sdk"},
 };
 
 class BadCarbonSource : public ::testing::TestWithParam<BadSource> {};
@@ -132,6 +141,161 @@ TEST(CarbonSourceFile, FileSourceReplaysTheShippedDataAndNamesAnUnknownZone) {
   }
 }
 
+// --- forecasts of the file source -------------------------------------------
+
+constexpr int64_t kH = 3600 * 1000;
+
+double metric(const std::string& text, const std::string& series);  // below
+
+// A data directory (carbon/catalog.h layout) of one zone "XX" holding 2021,
+// hourly: a daily and a weekly wave. `alter_from` >= 0: every hour from that
+// index on is changed (the "future" of a test's now).
+std::string synthetic_data(const gstest::TempDir& dir, const std::string& name, long alter_from = -1) {
+  const std::string root = dir.file(name);
+  write(root + "/zones.csv", "zone,alias,name,continent,estimated_hours,note\nXX,,Test zone,Europe,0,\n");
+  std::vector<double> v(8760);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = 300 + 120 * std::sin(2 * M_PI * double(i % 24) / 24) + 40 * std::sin(2 * M_PI * double(i % 168) / 168) +
+           double(i % 7);
+    if (alter_from >= 0 && long(i) >= alter_from) v[i] = 3 * v[i] + 50;
+  }
+  std::filesystem::create_directories(root + "/2021");
+  carbon::write_intensity_csv(root + "/2021/XX.csv",
+                              carbon::IntensitySeries("XX", carbon::parse_time("2021-01-01T00:00Z"), carbon::Hours{1}, v));
+  return root;
+}
+
+const int64_t k2021 = 1609459200000;  // 2021-01-01T00:00Z
+
+TEST(FileIntensitySource, TheForecasterNeverSeesTheFutureUnlessReplayIsAsked) {
+  gstest::TempDir dir;
+  const long hour = 1000;  // now: 17 minutes into hour 1000 of the recording
+  const int64_t now = k2021 + hour * kH + 17 * 60 * 1000;
+  carbon::Catalog real = carbon::Catalog::load(synthetic_data(dir, "real"));
+  carbon::Catalog altered = carbon::Catalog::load(synthetic_data(dir, "altered", hour));
+  const carbon::IntensitySeries& actual = real.series("XX");
+  ASSERT_NE(actual[size_t(hour)], altered.series("XX")[size_t(hour)]);
+
+  // blend (the default): the same forecast whatever the future holds.
+  auto blend = carbon::make_forecaster("blend");
+  auto a = make_file_intensity_source(real, blend)->forecast("XX", now, 48);
+  auto b = make_file_intensity_source(altered, blend)->forecast("XX", now, 48);
+  ASSERT_EQ(a.size(), 49u);
+  ASSERT_EQ(b.size(), 49u);
+  const auto fs = carbon::forecast_series(*blend, actual, carbon::from_unix(now / 1000), 49);
+  bool differs_from_actual = false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k].time_ms, k2021 + (hour + long(k)) * kH) << k;
+    EXPECT_EQ(a[k].gco2_per_kwh, b[k].gco2_per_kwh) << "lead " << k << ": the forecaster saw the future";
+    EXPECT_EQ(a[k].gco2_per_kwh, fs[k]) << "lead " << k << ": carbon::forecast_series on the recording";
+    differs_from_actual |= a[k].gco2_per_kwh != actual[size_t(hour) + k];
+  }
+  EXPECT_TRUE(differs_from_actual) << "a forecast, not the recorded future";
+  // The value in force is the recorded one (not a forecast).
+  EXPECT_EQ(make_file_intensity_source(altered, blend)->current("XX", now), altered.series("XX")[size_t(hour)]);
+
+  // perfect (replay only): the recorded future, so the altered one differs.
+  auto perfect = carbon::make_forecaster("perfect");
+  auto pa = make_file_intensity_source(real, perfect)->forecast("XX", now, 48);
+  auto pb = make_file_intensity_source(altered, perfect)->forecast("XX", now, 48);
+  ASSERT_EQ(pa.size(), 49u);
+  for (size_t k = 0; k < pa.size(); ++k) {
+    EXPECT_EQ(pa[k].gco2_per_kwh, actual[size_t(hour) + k]) << k;
+    EXPECT_EQ(pb[k].gco2_per_kwh, altered.series("XX")[size_t(hour) + k]) << k;
+  }
+
+  // Outside the recording the same hour of it is replayed, at the real times.
+  const int64_t later = now + 5 * 8760 * kH;
+  auto r = make_file_intensity_source(real, blend)->forecast("XX", later, 48);
+  ASSERT_EQ(r.size(), 49u);
+  for (size_t k = 0; k < r.size(); ++k) {
+    EXPECT_EQ(r[k].time_ms, a[k].time_ms + 5 * 8760 * kH) << k;
+    EXPECT_EQ(r[k].gco2_per_kwh, a[k].gco2_per_kwh) << k;
+  }
+  EXPECT_THROW(make_file_intensity_source(real, nullptr), std::runtime_error);
+}
+
+TEST(FileIntensitySource, TheCarbonSourceFileNamesTheForecasterAndOnlyReplayMayUsePerfect) {
+  gstest::TempDir dir;
+  const std::string data = synthetic_data(dir, "data");
+  const int64_t now = k2021 + 500 * kH;
+  const carbon::Catalog cat = carbon::Catalog::load(data);
+  // The default is blend.
+  auto c = parse_carbon_source_yaml("source: file\ndata_dir: " + data + "\n", "src.yaml");
+  EXPECT_EQ(c.forecaster, "blend");
+  EXPECT_FALSE(c.replay);
+  auto src = make_intensity_source(c);
+  ASSERT_EQ(src->stats().size(), 0u) << "nothing forecast yet";
+  auto fc = src->forecast("XX", now, 24);
+  const auto blend = carbon::forecast_series(*carbon::make_forecaster("blend"), cat.series("XX"), carbon::from_unix(now / 1000), 25);
+  for (size_t k = 0; k < fc.size(); ++k) EXPECT_EQ(fc[k].gco2_per_kwh, blend[k]) << k;
+  ASSERT_EQ(src->stats().size(), 1u);
+  EXPECT_EQ(src->stats()[0].forecaster, "blend");
+  // A named forecaster.
+  auto p = make_intensity_source(parse_carbon_source_yaml("source: file\nforecaster: persistence\ndata_dir: " + data, "s"));
+  for (const auto& pt : p->forecast("XX", now, 5)) EXPECT_EQ(pt.gco2_per_kwh, cat.series("XX")[499]);
+  // perfect with replay: true gives the recorded future.
+  auto r = make_intensity_source(parse_carbon_source_yaml("source: file\nforecaster: perfect\nreplay: true\ndata_dir: " + data, "s"));
+  auto rf = r->forecast("XX", now, 5);
+  for (size_t k = 0; k < rf.size(); ++k) EXPECT_EQ(rf[k].gco2_per_kwh, cat.series("XX")[500 + k]) << k;
+  // A configuration built in code is checked as well.
+  CarbonSourceConfig bad = c;
+  bad.forecaster = "perfect";
+  try {
+    make_intensity_source(bad);
+    FAIL() << "perfect without replay";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("src.yaml: forecaster: 'perfect' uses the recorded future"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(FileIntensitySource, ForecastErrorIsScoredAgainstTheActualOnceTheHourHasPassed) {
+  gstest::TempDir dir;
+  const carbon::Catalog cat = carbon::Catalog::load(synthetic_data(dir, "data"));
+  const carbon::IntensitySeries& v = cat.series("XX");
+  auto src = make_file_intensity_source(cat, carbon::make_forecaster("persistence"));
+  const long h0 = 400;
+  for (long h = h0; h <= h0 + 30; ++h) {
+    src->forecast("XX", k2021 + h * kH + 60 * 1000, 48);  // issued at the first call of the hour
+    src->forecast("XX", k2021 + h * kH + 59 * 60 * 1000, 48);
+  }
+  // Persistence issued at h forecasts v[h - 1] for every lead; target hours
+  // up to h0 + 29 have passed (h0 + 30 is the hour now).
+  auto expected = [&](int lead) {
+    double sum = 0;
+    long n = 0;
+    for (long h = h0; h + lead <= h0 + 29; ++h, ++n) sum += std::abs(v[h - 1] - v[h + lead]) / v[h + lead];
+    return std::pair{sum / double(n), n};
+  };
+  auto st = src->stats();
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].zone, "XX");
+  EXPECT_EQ(st[0].forecaster, "persistence");
+  ASSERT_EQ(st[0].leads.size(), 3u);
+  for (const auto& l : st[0].leads) {
+    auto [mape, n] = expected(l.lead_h);
+    EXPECT_EQ(l.points, n) << l.lead_h;
+    EXPECT_NEAR(l.mape, mape, 1e-12) << l.lead_h;
+    EXPECT_GT(l.mape, 0.01) << "persistence is not perfect";
+  }
+  // On the metrics: the forecaster and its error per region.
+  Metrics m;
+  RegionConfig r;
+  r.name = "test-region";
+  r.zone = "XX";
+  m.set_forecast_stats({r}, *src);
+  const std::string text = m.render();
+  EXPECT_EQ(metric(text, "greenshard_forecast_info{forecaster=\"persistence\",region=\"test-region\",zone=\"XX\"}"), 1);
+  EXPECT_NEAR(metric(text, "greenshard_forecast_mape_ratio{lead=\"24h\",region=\"test-region\"}"), expected(24).first, 1e-6);
+  EXPECT_EQ(metric(text, "greenshard_forecast_scored{lead=\"1h\",region=\"test-region\"}"), double(expected(1).second));
+  // Named as promtool wants (real promtool).
+  write(dir.file("metrics.txt"), text);
+  auto lint = gstest::run_process({"/bin/sh", "-c", "promtool check metrics < " + dir.file("metrics.txt")}, {},
+                                  std::chrono::seconds(60));
+  EXPECT_EQ(lint.exit_code, 0) << lint.output;
+}
+
 // --- hardware file ---------------------------------------------------------
 
 struct BadHardware {
@@ -173,31 +337,7 @@ TEST(HardwareFile, SetsEachRegionsProfile) {
   EXPECT_EQ(regions[1].hardware, "h200-sxm-8");
 }
 
-TEST(HardwareFile, TheRegionsProfileAddsItsServersEmbodiedGramsToThePlacement) {
-  // One region, flat 100 g/kWh; a 2-node job for 2 h at 300 W per node.
-  auto regions = parse_regions_yaml("regions:\n  - {name: GB, nodes: 4, intensity: 100}\n", "r.yaml");
-  PlacementRequest req;
-  req.job_id = "j";
-  req.allowed = {"GB"};
-  req.home_region = "GB";
-  req.nodes = 2;
-  req.duration_s = 7200;
-  req.power_watts = 300;
-  const int64_t now = 1767225600000;
-  auto placer = make_carbon_placer();
-  auto without = placer->place(req, snapshot_regions(regions, {}, now, 48), now);
-  apply_hardware_yaml("regions:\n  \"GB\": \"h200-sxm-8\"\n", "hw.yaml", regions);
-  auto with = placer->place(req, snapshot_regions(regions, {}, now, 48), now);
-  ASSERT_EQ(without.region, "GB");
-  ASSERT_EQ(with.region, "GB");
-  // Operational: 2 x 300 W x 2 h x 100 g/kWh = 120 g (PUE 1), in both.
-  EXPECT_NEAR(without.expected_grams, 120.0, 1e-6);
-  // Embodied (SCI M): a node is one server of the profile, reserved 2 h.
-  const auto& hw = carbon::hardware_profile("h200-sxm-8");
-  const double m = 2 * 2.0 * hw.embodied_kg_per_server * 1000 / (hw.lifetime_years * 8760);
-  EXPECT_GT(m, 0);
-  EXPECT_NEAR(with.expected_grams - without.expected_grams, m, 1e-6) << with.explanation;
-}
+// The hardware profile's embodied grams in placement: scheduler_placement_test.cpp.
 
 // --- snapshots and the forecast gauge -----------------------------------------
 
@@ -451,13 +591,14 @@ class FakeCarbonAwareSdk {
 };
 
 const char* kToken = "config-test-token-0001";
+const char* kWorkerToken = "config-test-worker-0001";
 
 struct ControllerEnv {
   gstest::TempDir dir;
   std::string tokens = dir.file("tokens"), regions = dir.file("regions.yaml"), source = dir.file("carbon-source.yaml"),
               hardware = dir.file("hardware.yaml");
   ControllerEnv(const std::string& source_yaml) {
-    write(tokens, std::string(kToken) + ",team-a,user\n");
+    write(tokens, std::string(kToken) + ",team-a,user\n" + kWorkerToken + ",team-a,worker\n");
     write(regions, "regions:\n  - {name: westeu, zone: westeurope, nodes: 2, pue: 1.1}\n  - {name: flat, nodes: 1, intensity: 250}\n");
     write(source, source_yaml);
     write(hardware, "regions:\n  westeu: h100-sxm-8\n");
@@ -537,6 +678,26 @@ TEST(ControllerCarbonSource, CarbonAwareSdkOnLoopbackDrivesRegionsIntensityAndTh
   }
   EXPECT_EQ(w["free_nodes"], 2);
   EXPECT_EQ(region(regions, "flat")["intensity_gco2_per_kwh"], 250.0);
+  // The intensity in force for workers: a worker token (or any token of the
+  // file) reads it; no token, an unknown one or an unknown region do not.
+  auto get = [&](const std::string& path, const std::string& token) {
+    httplib::Client cli("127.0.0.1", port);
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    auto res = cli.Get(path, h);
+    return res ? std::pair{res->status, res->body} : std::pair{-1, std::string()};
+  };
+  for (const char* token : {kWorkerToken, kToken}) {
+    auto [st, body] = get("/v1/regions/westeu/intensity", token);
+    ASSERT_EQ(st, 200) << body;
+    EXPECT_EQ(json::parse(body), (json{{"region", "westeu"}, {"gco2_per_kwh", 900.0}}));
+  }
+  EXPECT_EQ(json::parse(get("/v1/regions/flat/intensity", kWorkerToken).second)["gco2_per_kwh"], 250.0);
+  EXPECT_EQ(get("/v1/regions/westeu/intensity", "").first, 401);
+  EXPECT_EQ(get("/v1/regions/westeu/intensity", "not-a-known-token-at-all").first, 401);
+  EXPECT_EQ(get("/v1/regions/atlantis/intensity", kWorkerToken).first, 404);
+  // The source's own forecast is the forecaster of the region.
+  EXPECT_EQ(metric(metrics, "greenshard_forecast_info{forecaster=\"carbon-aware-sdk\",region=\"westeu\",zone=\"westeurope\"}"), 1);
   // The gauges (the hour may have turned between the two reads of the clock).
   EXPECT_EQ(metric(metrics, "greenshard_region_intensity_gco2_per_kwh{region=\"westeu\"}"), 900.0);
   for (int h : {1, 6, 24}) {

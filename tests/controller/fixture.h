@@ -49,7 +49,6 @@ class Controller {
     store = std::make_unique<controller::Store>(dir.file("c.db"));
     registry = std::make_unique<controller::Registry>(*store, clock, controller::RegistryOptions{o.max_live});
     registry->load();
-    placer = controller::make_greedy_placer();
     controller::LocalExecutorOptions lo;
     lo.worker_path = dir.file("worker.sh");
     lo.data_dir = dir.path();
@@ -60,7 +59,7 @@ class Controller {
     controller::SchedulerOptions so;
     so.backoff_base_ms = o.backoff_ms;
     so.stop_grace = std::chrono::milliseconds(o.grace_ms);
-    sched = std::make_unique<controller::Scheduler>(*registry, clock, *placer, regions, ex, &metrics, so);
+    sched = std::make_unique<controller::Scheduler>(*registry, clock, regions, ex, &metrics, so);
     controller::ApiOptions ao;
     ao.max_body_bytes = o.max_body;
     ao.threads = 8;
@@ -104,7 +103,6 @@ class Controller {
   controller::Metrics metrics;
   std::unique_ptr<controller::Store> store;
   std::unique_ptr<controller::Registry> registry;
-  std::unique_ptr<controller::Placer> placer;
   std::unique_ptr<controller::Executor> local;
   std::vector<controller::RegionConfig> regions;
   std::unique_ptr<controller::Scheduler> sched;

@@ -1,4 +1,5 @@
-// libFuzzer target for the REST body parsers: the job spec (POST /v1/jobs),
+// libFuzzer target for the REST body parsers: the job spec (POST /v1/jobs)
+// with the worker's job-spec schema,
 // the worker status push (POST /v1/jobs/{id}/status), and the canonical
 // round trip of an accepted spec. Built with clang++ -fsanitize=fuzzer,
 // address,undefined by fuzz.cmake and run for a few seconds in CTest.
@@ -14,6 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     controller::JobSpec s = controller::parse_job_spec_text(text);
+    // The worker's own schema (worker/config.cpp), as POST /v1/jobs checks it.
+    controller::check_worker_spec(s.worker);
     // An accepted spec must survive its canonical form unchanged.
     auto canon = s.to_json();
     if (controller::parse_job_spec(canon).to_json() != canon) std::abort();

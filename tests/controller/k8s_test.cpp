@@ -26,6 +26,9 @@
 #include "common/spawn.h"
 #include "controller/base64.h"
 #include "controller/executor_k8s.h"
+#include "controller/scheduler.h"
+#include "controller/store.h"
+#include "fake_executor.h"
 
 using namespace controller;
 using json = nlohmann::json;
@@ -430,6 +433,11 @@ class FakeApiServer {
                   std::lock_guard<std::mutex> l(mu);
                   json j = json::parse(req.body);
                   requests.push_back({std::string("POST ") + kind, j});
+                  if (std::string(kind) == "services" && service_post_status != 0) {
+                    res.status = service_post_status;
+                    res.set_content(R"({"kind":"Status","message":"services is forbidden"})", "application/json");
+                    return;
+                  }
                   owned[j["metadata"]["ownerReferences"][0]["uid"]].push_back(kind);
                   res.status = 201;
                   res.set_content(j.dump(), "application/json");
@@ -437,6 +445,11 @@ class FakeApiServer {
     svr_->Get("/apis/batch/v1/namespaces/([a-z0-9-]+)/jobs/([a-z0-9-]+)", [=, this](const httplib::Request& req, httplib::Response& res) {
       if (!authed(req, res)) return;
       std::lock_guard<std::mutex> l(mu);
+      if (job_get_status != 0) {
+        res.status = job_get_status;
+        res.set_content(R"({"kind":"Status","message":"etcdserver: request timed out"})", "application/json");
+        return;
+      }
       auto it = jobs.find(req.matches[2]);
       if (it == jobs.end()) {
         res.status = 404;
@@ -448,13 +461,21 @@ class FakeApiServer {
     svr_->Delete("/apis/batch/v1/namespaces/([a-z0-9-]+)/jobs/([a-z0-9-]+)", [=, this](const httplib::Request& req, httplib::Response& res) {
       if (!authed(req, res)) return;
       std::lock_guard<std::mutex> l(mu);
-      requests.push_back({"DELETE job", json::parse(req.body.empty() ? "{}" : req.body)});
+      const json opts = json::parse(req.body.empty() ? "{}" : req.body);
+      requests.push_back({"DELETE job", opts});
       auto it = jobs.find(req.matches[2]);
       if (it == jobs.end()) {
         res.status = 404;
         return;
       }
-      // Garbage collection: what the Job owns goes with it.
+      if (opts.value("propagationPolicy", "") == "Foreground") {
+        // The Job stays, marked, until its dependents are gone (collect()).
+        it->second["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+        it->second["metadata"]["finalizers"] = {"foregroundDeletion"};
+        res.set_content(it->second.dump(), "application/json");
+        return;
+      }
+      // Background: the Job goes now; what it owns goes with it.
       owned.erase(it->second["metadata"]["uid"].get<std::string>());
       jobs.erase(it);
       res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
@@ -481,6 +502,18 @@ class FakeApiServer {
     std::lock_guard<std::mutex> l(mu);
     jobs[name]["status"] = status;
   }
+  // The garbage collector finishes a deletion: the Job and what it owns go.
+  void collect(const std::string& name) {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = jobs.find(name);
+    if (it == jobs.end()) return;
+    owned.erase(it->second["metadata"]["uid"].get<std::string>());
+    jobs.erase(it);
+  }
+  void set_pods(json p) {
+    std::lock_guard<std::mutex> l(mu);
+    pods = std::move(p);
+  }
   void set_pod_exit(int code) {
     std::lock_guard<std::mutex> l(mu);
     pods = {{{"metadata", {{"name", "pod-0"}}},
@@ -493,6 +526,8 @@ class FakeApiServer {
   std::vector<std::pair<std::string, json>> requests;
   std::vector<std::string> selectors;
   json pods = json::array();
+  int job_get_status = 0;       // non-zero: GET of a Job answers this status
+  int service_post_status = 0;  // non-zero: POST of a Service answers this status
   int port = 0;
 
  private:
@@ -559,18 +594,24 @@ TEST(ControllerKubeExecutor, AFailedJobIsReportedAndRemovedAndExit2IsAConfigErro
   }
 }
 
-TEST(ControllerKubeExecutor, StopDeletesWithBackgroundPropagationAndGoneFollows) {
+TEST(ControllerKubeExecutor, StopDeletesWithForegroundPropagationAndGoneWaitsForTheGarbageCollector) {
   FakeApiServer api("k8s-sa-token");
   auto ex = make_kubernetes_executor(cluster(api.port));
   ex->start(gang(1, 1, 0));
+  const std::string name = "gs-jabc123def456ghi-0";
   EXPECT_FALSE(ex->gone("jabc123def456ghi"));
   ex->stop("jabc123def456ghi", std::chrono::seconds(30));
   {
     std::lock_guard<std::mutex> l(api.mu);
     EXPECT_EQ(api.requests.back().first, "DELETE job");
-    EXPECT_EQ(api.requests.back().second["propagationPolicy"], "Background");
+    // Foreground: the Job stays until its pods have checkpointed and ended.
+    EXPECT_EQ(api.requests.back().second["propagationPolicy"], "Foreground");
   }
+  EXPECT_FALSE(ex->gone("jabc123def456ghi"));  // pods still terminating
+  api.collect(name);
   EXPECT_TRUE(ex->gone("jabc123def456ghi"));
+  std::lock_guard<std::mutex> l(api.mu);
+  EXPECT_EQ(api.owned.count("uid-" + name), 0u);
 }
 
 TEST(ControllerKubeExecutor, ARestartedControllerAdoptsARunningJob) {
@@ -618,6 +659,361 @@ TEST(ControllerKubeExecutor, TheWorkerDefaultsReachTheCreatedJob) {
   const json& pod = api.requests.at(0).second["spec"]["template"]["spec"];
   ASSERT_NE(find_named(pod["containers"][0]["env"], "NCCL_DEBUG"), nullptr);
   EXPECT_EQ(pod["terminationGracePeriodSeconds"], 240);
+}
+
+// --- how a gang's end is read: Job phase x how it ended -> GangPhase -------
+
+namespace {
+
+const char* kId = "jabc123def456ghi";
+const char* kName = "gs-jabc123def456ghi-0";
+
+// A pod of the Job: exit nullopt = still running.
+json pod(int index, std::optional<int> exit, const std::string& message = "", bool disrupted = false) {
+  json p = {{"metadata", {{"name", std::string(kName) + "-" + std::to_string(index) + "-x7k2p"},
+                          {"labels", {{"job-name", kName}}},
+                          {"annotations", {{"batch.kubernetes.io/job-completion-index", std::to_string(index)}}}}},
+            {"status", json::object()}};
+  if (disrupted)
+    p["status"]["conditions"] = {{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"}}};
+  json state = {{"running", json::object()}};
+  if (exit) {
+    state = {{"terminated", {{"exitCode", *exit}, {"reason", *exit == 0 ? "Completed" : "Error"}}}};
+    if (!message.empty()) state["terminated"]["message"] = message;
+  }
+  p["status"]["containerStatuses"] = {{{"name", "worker"}, {"state", state}}};
+  return p;
+}
+
+json summary_message(const std::string& state) {
+  return json{{"state", state}, {"job_id", kId}, {"steps", 40}, {"total_steps", 100}}.dump();
+}
+
+const json kRunningStatus = {{"active", 2}, {"ready", 2}};
+const json kComplete = {{"succeeded", 2}, {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}};
+const json kFailedJob = {{"failed", 1},
+                         {"conditions", {{{"type", "Failed"}, {"status", "True"}, {"reason", "BackoffLimitExceeded"},
+                                          {"message", "Job has reached the specified backoff limit"}}}}};
+
+struct EndCase {
+  const char* sentence;
+  bool stop;           // the controller called stop() (end of a window, cancel)
+  json status;         // the Job's status then; null: the Job is gone (GET 404)
+  json pods;
+  GangPhase want;
+  std::string message;             // part of the reported message
+  const char* summary_state = "";  // the worker summary's state in the GangStatus ("" = none)
+  bool suspend = false;            // the Job's spec.suspend (Kueue)
+  int api_status = 0;              // the API server answers GET of the Job with this
+};
+
+void PrintTo(const EndCase& c, std::ostream* os) { *os << c.sentence; }
+
+const EndCase kEnds[] = {
+    {"every pod of the gang is running", false, kRunningStatus, json::array({pod(0, {}), pod(1, {})}),
+     GangPhase::kRunning, ""},
+    {"a pod of the gang is still pending", false, {{"active", 2}, {"ready", 1}}, json::array(),
+     GangPhase::kStarting, "1 of 2 pods"},
+    {"Kueue holds the Job suspended", false, json::object(), json::array(), GangPhase::kStarting,
+     "suspended (waiting for admission by Kueue)", "", true},
+    {"the Job completed and the worker summary says succeeded", false, kComplete,
+     json::array({pod(1, 0), pod(0, 0, summary_message("succeeded"))}), GangPhase::kSucceeded,
+     "completed (summary: succeeded)", "succeeded"},
+    {"the Job completed without a worker summary", false, kComplete, json::array({pod(0, 0), pod(1, 0)}),
+     GangPhase::kSucceeded, "completed"},
+    {"the gang checkpointed and exited 0 on SIGTERM (summary preempted)", false, kComplete,
+     json::array({pod(0, 0, summary_message("preempted")), pod(1, 0)}), GangPhase::kPreempted,
+     "checkpointed on SIGTERM (summary: preempted)", "preempted"},
+    {"Kubernetes evicted the pods and they exited 0 after checkpointing", false, kComplete,
+     json::array({pod(0, 0, "", true), pod(1, 0, "", true)}), GangPhase::kPreempted, "DisruptionTarget"},
+    {"the Job completed after the controller asked it to stop", true, kComplete,
+     json::array({pod(0, 0), pod(1, 0)}), GangPhase::kPreempted, "stopped as asked"},
+    {"the controller deleted the Job to stop the gang", true, nullptr, json::array(), GangPhase::kPreempted,
+     "deleted by the controller to stop the gang (stopped as asked)"},
+    {"someone else deleted the Job", false, nullptr, json::array(), GangPhase::kFailed,
+     "disappeared from the cluster (deleted by someone else)"},
+    {"a worker exited 2 (configuration error)", false, kFailedJob,
+     json::array({pod(0, 137), pod(1, 2, "step 0\ngreenshard-worker: config error: model.layers: must be >= 1\n")}),
+     GangPhase::kConfigError, "exited 2: model.layers: must be >= 1"},
+    {"a worker failed otherwise", false, kFailedJob,
+     json::array({pod(0, {}), pod(1, 1, "step 3 loss 2.1\nerror: cannot read shard 7 of t.bin\n")}),
+     GangPhase::kFailed, "BackoffLimitExceeded Job has reached the specified backoff limit; pod " +
+                             std::string(kName) + "-1-x7k2p (index 1) exited 1: error: cannot read shard 7 of t.bin"},
+    {"the ranks of a stopped gang were killed after the grace period", true, kFailedJob,
+     json::array({pod(0, 137), pod(1, 143)}), GangPhase::kPreempted, "killed after the grace period"},
+    {"a worker crashed while the gang was stopping", true, kFailedJob, json::array({pod(0, 1, "segfault")}),
+     GangPhase::kFailed, "exited 1: segfault"},
+    {"the API server cannot answer after the gang ran", false, kRunningStatus, json::array(), GangPhase::kRunning,
+     "kubernetes API HTTP 500", "", false, 500},
+};
+
+}  // namespace
+
+class KubeGangEnd : public ::testing::TestWithParam<EndCase> {};
+TEST_P(KubeGangEnd, IsReportedAsItsPhase) {
+  const EndCase& c = GetParam();
+  FakeApiServer api("k8s-sa-token");
+  auto ex = make_kubernetes_executor(cluster(api.port));
+  ex->start(gang(2, 1, 0));
+  api.set_status(kName, kRunningStatus);
+  ASSERT_EQ(ex->poll(kId).phase, GangPhase::kRunning);
+  if (c.stop) ex->stop(kId, std::chrono::seconds(30));
+  if (c.status.is_null()) {
+    api.collect(kName);
+  } else {
+    api.set_status(kName, c.status);
+    std::lock_guard<std::mutex> l(api.mu);
+    api.jobs[kName]["spec"]["suspend"] = c.suspend;
+    api.job_get_status = c.api_status;
+  }
+  api.set_pods(c.pods);
+  GangStatus st = ex->poll(kId);
+  EXPECT_EQ(to_string(st.phase), to_string(c.want)) << st.message;
+  EXPECT_NE(st.message.find(c.message), std::string::npos) << st.message;
+  if (*c.summary_state) {
+    ASSERT_TRUE(st.summary.is_object()) << st.summary.dump();
+    EXPECT_EQ(st.summary["state"], c.summary_state);
+    EXPECT_EQ(st.summary["steps"], 40);
+  } else {
+    EXPECT_FALSE(st.summary.is_object()) << st.summary.dump();
+  }
+  EXPECT_EQ(st.runtime["name"], kName);
+  EXPECT_EQ(st.runtime.value("stop_requested", false), c.stop);
+}
+INSTANTIATE_TEST_SUITE_P(ControllerKubeExecutor, KubeGangEnd, ::testing::ValuesIn(kEnds),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(ControllerKubeExecutor, APreemptedKubernetesGangIsNotSucceeded) {
+  FakeApiServer api("k8s-sa-token");
+  // The worker says it was preempted: a Complete Job is not a success.
+  {
+    auto ex = make_kubernetes_executor(cluster(api.port));
+    ex->start(gang(2, 1, 0));
+    api.set_pods(json::array({pod(0, 0, summary_message("preempted")), pod(1, 0)}));
+    api.set_status(kName, kComplete);
+    GangStatus st = ex->poll(kId);
+    EXPECT_EQ(to_string(st.phase), "preempted") << st.message;
+    EXPECT_EQ(st.summary.value("state", ""), "preempted");
+    api.collect(kName);
+  }
+  // The controller asked it to stop, then restarted: the request survives
+  // in the runtime the scheduler persisted, so the Complete Job the new
+  // executor finds is still a preemption, even without a summary.
+  json runtime;
+  {
+    auto ex = make_kubernetes_executor(cluster(api.port));
+    ex->start(gang(2, 1, 0));
+    ex->stop(kId, std::chrono::seconds(30));
+    runtime = ex->poll(kId).runtime;  // the Job is being deleted: still there
+    EXPECT_EQ(runtime["stop_requested"], true);
+  }
+  api.set_pods(json::array({pod(0, 0), pod(1, 0)}));
+  api.set_status(kName, kComplete);
+  auto ex = make_kubernetes_executor(cluster(api.port));
+  ASSERT_TRUE(ex->adopt(kId, runtime, std::chrono::seconds(30)));
+  GangStatus st = ex->poll(kId);
+  EXPECT_EQ(to_string(st.phase), "preempted") << st.message;
+  EXPECT_NE(st.message.find("stopped as asked"), std::string::npos) << st.message;
+}
+
+TEST(ControllerKubeExecutor, AStopRequestedBeforeAControllerRestartIsStillAStopWhenTheJobIsGone) {
+  FakeApiServer api("k8s-sa-token");
+  json runtime;
+  {
+    auto ex = make_kubernetes_executor(cluster(api.port));
+    runtime = ex->start(gang(2, 1, 0)).runtime;
+    ex->stop(kId, std::chrono::seconds(30));
+  }
+  api.collect(kName);  // the pods checkpointed and the Job went while the controller was down
+  // What the scheduler persisted when it asked the gang to stop.
+  runtime["suspending"] = true;
+  auto ex = make_kubernetes_executor(cluster(api.port));
+  ASSERT_TRUE(ex->adopt(kId, runtime, std::chrono::seconds(30)));
+  GangStatus st = ex->poll(kId);
+  EXPECT_EQ(to_string(st.phase), "preempted") << st.message;
+  // Without the request the same disappearance is a lost gang.
+  runtime.erase("suspending");
+  EXPECT_FALSE(make_kubernetes_executor(cluster(api.port))->adopt(kId, runtime, std::chrono::seconds(30)));
+}
+
+TEST(ControllerKubeExecutor, AdoptingAStopRequestedGangRepeatsItsDelete) {
+  FakeApiServer api("k8s-sa-token");
+  json runtime = make_kubernetes_executor(cluster(api.port))->start(gang(1, 1, 0)).runtime;
+  runtime["stop_requested"] = true;  // the controller died before its DELETE got through
+  auto ex = make_kubernetes_executor(cluster(api.port));
+  ASSERT_TRUE(ex->adopt(kId, runtime, std::chrono::seconds(30)));
+  std::lock_guard<std::mutex> l(api.mu);
+  ASSERT_EQ(api.requests.back().first, "DELETE job");
+  EXPECT_EQ(api.requests.back().second["propagationPolicy"], "Foreground");
+  EXPECT_TRUE(api.jobs[kName]["metadata"].contains("deletionTimestamp"));
+}
+
+TEST(ControllerKubeExecutor, AServiceThatCannotBeCreatedTakesItsJobDown) {
+  FakeApiServer api("k8s-sa-token");
+  api.service_post_status = 403;
+  auto ex = make_kubernetes_executor(cluster(api.port));
+  try {
+    ex->start(gang(1, 1, 0));
+    ADD_FAILURE() << "started without its Service";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("HTTP 403"), std::string::npos) << e.what();
+  }
+  std::lock_guard<std::mutex> l(api.mu);
+  ASSERT_EQ(api.requests.back().first, "DELETE job");
+  EXPECT_EQ(api.jobs.count(kName), 0u);  // no half-made gang left running
+}
+
+// --- the scheduler over the executor ---------------------------------------
+
+namespace {
+
+// A scheduler on a temp store and one region DE of two nodes, for an
+// interruptible job of two nodes.
+struct SchedulerRig {
+  explicit SchedulerRig(Executor* ex) : clock(1764633600000) {
+    store = std::make_unique<Store>(dir.file("c.db"));
+    registry = std::make_unique<Registry>(*store, clock);
+    registry->load();
+    RegionConfig r;
+    r.name = "DE";
+    r.nodes = 2;
+    r.executor = ex->kind();
+    r.hourly = {20, 500, 20, 500, 500, 500, 500, 500, 500, 500, 500, 500,
+                500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500};
+    regions = {r};
+    restart(ex);
+  }
+  // A controller (re)start: a new scheduler on the same store.
+  void restart(Executor* ex) {
+    SchedulerOptions so;
+    so.backoff_base_ms = 10;
+    so.stop_grace = std::chrono::seconds(30);
+    so.status_url_base = "http://127.0.0.1:9";
+    so.replan_period_ms = 0;
+    sched = std::make_unique<Scheduler>(*registry, clock, regions, std::map<std::string, Executor*>{{"DE", ex}},
+                                        nullptr, so);
+  }
+  std::string submit_interruptible() {
+    json s = {{"name", "suspend-me"},
+              {"worker", {{"data", {{"train", "t.bin"}}}}},
+              {"regions", {"DE"}},
+              {"nodes", 2},
+              {"max_restarts", 2},
+              {"interruptible", true},
+              {"deadline", format_rfc3339(clock.now_ms() + 6 * 3600 * 1000)},
+              {"estimate", {{"duration_s", 7200}}}};
+    return registry->submit("team-a", parse_job_spec(s), "").job.id();
+  }
+  // The job runs in two windows, [t0, t0+1h) and [t0+2h, t0+3h), whatever
+  // the planner chose: the suspension, not the planner, is under test.
+  void two_windows(const std::string& id) {
+    const int64_t t0 = registry->get(id)->placement->start_ms, h = 3600 * 1000;
+    ASSERT_TRUE(registry->update(id, kAllTenants, [&](Job& j) {
+      j.placement->windows = {{t0, t0 + h}, {t0 + 2 * h, t0 + 3 * h}};
+      return true;
+    }));
+  }
+  JobState state(const std::string& id) const { return registry->get(id)->state(); }
+  std::vector<std::string> reasons(const std::string& id) const {
+    std::vector<std::string> out;
+    const Job j = *registry->get(id);
+    for (auto& c : j.conditions()) out.push_back(c.reason);
+    return out;
+  }
+  bool cycle_until(const std::string& id, JobState want, int max_cycles = 20) {
+    for (int i = 0; i < max_cycles; ++i) {
+      if (state(id) == want) return true;
+      sched->cycle();
+    }
+    return state(id) == want;
+  }
+
+  gstest::TempDir dir;
+  ManualClock clock;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Registry> registry;
+  std::vector<RegionConfig> regions;
+  std::unique_ptr<Scheduler> sched;
+};
+
+}  // namespace
+
+TEST(ControllerKubeScheduler, ASuspensionIsNotAFailure) {
+  FakeApiServer api("k8s-sa-token");
+  auto ex = make_kubernetes_executor(cluster(api.port));
+  SchedulerRig rig(ex.get());
+  const std::string id = rig.submit_interruptible();
+  ASSERT_TRUE(rig.cycle_until(id, JobState::kRunning));
+  rig.two_windows(id);
+  const std::string name = "gs-" + id + "-0";
+  api.set_status(name, {{"active", 2}, {"ready", 2}});
+  rig.sched->cycle();
+  rig.clock.advance_ms(3600 * 1000);  // the first window closes
+  rig.sched->cycle();                 // the scheduler deletes the Job
+  {
+    std::lock_guard<std::mutex> l(api.mu);
+    ASSERT_EQ(api.requests.back().first, "DELETE job");
+    ASSERT_TRUE(api.jobs.at(name)["metadata"].contains("deletionTimestamp"));
+  }
+  rig.sched->cycle();  // pods still checkpointing: nothing changes
+  EXPECT_EQ(rig.state(id), JobState::kRunning);
+  api.collect(name);  // the pods ended; the Job is gone (GET answers 404)
+  rig.sched->cycle();
+  Job j = *rig.registry->get(id);
+  EXPECT_EQ(to_string(j.state()), to_string(JobState::kSuspended)) << j.conditions().back().message;
+  EXPECT_EQ(j.conditions().back().reason, "WindowClosed");
+  EXPECT_EQ(j.recovery_count, 0);  // no restart used
+  for (const auto& r : rig.reasons(id)) EXPECT_NE(r, "GangFailed");
+  // The next window resumes it as a new Job.
+  rig.clock.advance_ms(3600 * 1000);
+  ASSERT_TRUE(rig.cycle_until(id, JobState::kRunning));
+  EXPECT_EQ(rig.reasons(id)[rig.reasons(id).size() - 2], "Resumed");
+  std::lock_guard<std::mutex> l(api.mu);
+  EXPECT_EQ(api.jobs.count(name), 1u);
+}
+
+TEST(ControllerKubeScheduler, ASuspensionAcrossAControllerRestartIsNotAFailure) {
+  FakeApiServer api("k8s-sa-token");
+  auto ex = make_kubernetes_executor(cluster(api.port));
+  SchedulerRig rig(ex.get());
+  const std::string id = rig.submit_interruptible();
+  ASSERT_TRUE(rig.cycle_until(id, JobState::kRunning));
+  rig.two_windows(id);
+  const std::string name = "gs-" + id + "-0";
+  api.set_status(name, {{"active", 2}, {"ready", 2}});
+  rig.clock.advance_ms(3600 * 1000);
+  rig.sched->cycle();  // asked to stop
+  // The controller restarts while the pods checkpoint; they end meanwhile.
+  auto ex2 = make_kubernetes_executor(cluster(api.port));
+  rig.restart(ex2.get());
+  rig.sched->recover();
+  api.collect(name);
+  rig.sched->cycle();
+  Job j = *rig.registry->get(id);
+  EXPECT_EQ(to_string(j.state()), to_string(JobState::kSuspended)) << j.conditions().back().message;
+  EXPECT_EQ(j.recovery_count, 0);
+}
+
+TEST(ControllerFakeScheduler, ASuspensionIsNotAFailure) {
+  ctltest::FakeExecutor ex;
+  SchedulerRig rig(&ex);
+  const std::string id = rig.submit_interruptible();
+  ASSERT_TRUE(rig.cycle_until(id, JobState::kRunning));
+  rig.two_windows(id);
+  ASSERT_EQ(ex.starts().size(), 1u);
+  EXPECT_EQ(ex.starts()[0].job_id, id);
+  EXPECT_EQ(ex.starts()[0].attempt, 0);
+  rig.clock.advance_ms(3600 * 1000);  // the window closes; the gang checkpoints and stops
+  rig.sched->cycle();
+  ASSERT_EQ(ex.stops().size(), 1u);
+  EXPECT_EQ(ex.stops()[0].first, id);
+  Job j = *rig.registry->get(id);
+  EXPECT_EQ(to_string(j.state()), to_string(JobState::kSuspended)) << j.conditions().back().message;
+  EXPECT_EQ(j.recovery_count, 0);
+  rig.clock.advance_ms(3600 * 1000);
+  ASSERT_TRUE(rig.cycle_until(id, JobState::kRunning));
+  ASSERT_EQ(ex.starts().size(), 2u);
+  EXPECT_EQ(ex.starts()[1].attempt, 0);  // a resumption is not a restart
 }
 
 // --- cluster connection: kubeconfig and in-cluster service account ---------
@@ -809,5 +1205,75 @@ TEST(ControllerKubeConfig, InClusterUsesTheServiceAccountAndTheServiceEnvironmen
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find("KUBERNETES_SERVICE_HOST"), std::string::npos) << e.what();
     }
+  }
+}
+
+// --- a region's kubernetes: block -------------------------------------------
+
+namespace {
+
+struct RegionKubeCase {
+  const char* sentence;
+  std::string block;  // the region's kubernetes: map, flow style; KC = the kubeconfig's path
+  std::string ns, image, queue, claim, server;
+};
+
+void PrintTo(const RegionKubeCase& c, std::ostream* os) { *os << c.sentence; }
+
+const RegionKubeCase kRegionKube[] = {
+    {"namespace and image written before the kubeconfig are kept",
+     "{namespace: team-a, image: 'reg/w:1', queue_name: q, checkpoint_claim: ck, kubeconfig: KC}", "team-a", "reg/w:1",
+     "q", "ck", "https://eu.example:6443"},
+    {"namespace and image written after the kubeconfig are kept",
+     "{kubeconfig: KC, namespace: team-a, image: 'reg/w:1', queue_name: q, checkpoint_claim: ck}", "team-a", "reg/w:1",
+     "q", "ck", "https://eu.example:6443"},
+    {"the kubeconfig context's namespace when the region names none", "{image: 'reg/w:1', kubeconfig: KC}", "training",
+     "reg/w:1", "", "", "https://eu.example:6443"},
+    {"keys written before in_cluster are kept", "{namespace: team-b, queue_name: q, in_cluster: true}", "team-b", "",
+     "q", "", "https://10.96.0.1:443"},
+    {"in_cluster's namespace when the region names none", "{image: 'reg/w:2', in_cluster: true}", "greenshard-jobs",
+     "reg/w:2", "", "", "https://10.96.0.1:443"},
+};
+
+}  // namespace
+
+class RegionKube : public ::testing::TestWithParam<RegionKubeCase> {};
+TEST_P(RegionKube, KeepsEveryKeyWhereverItIsWritten) {
+  const RegionKubeCase& c = GetParam();
+  gstest::TempDir d;
+  make_cert(d, "api");
+  std::filesystem::create_directories(d.file("sa"));
+  std::ofstream(d.file("sa/token")) << "sa-token\n";
+  std::filesystem::copy_file(d.file("api.crt"), d.file("sa/ca.crt"));
+  std::ofstream(d.file("sa/namespace")) << "greenshard-jobs";
+  std::ofstream(d.file("kc")) << kubeconfig("https://eu.example:6443", "", "      token: kc-token\n");
+  ScopedEnv h("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+  ScopedEnv p("KUBERNETES_SERVICE_PORT", "443");
+  std::string block = c.block;
+  if (const size_t at = block.find("KC"); at != std::string::npos) block.replace(at, 2, d.file("kc"));
+  RegionsFileOptions o;
+  o.service_account_dir = d.file("sa");
+  auto regions = parse_regions_yaml("regions:\n  - {name: eu, executor: kubernetes, kubernetes: " + block + "}\n", "r.yaml", o);
+  ASSERT_EQ(regions.size(), 1u);
+  const KubeClusterConfig& k = regions[0].kube;
+  EXPECT_EQ(k.namespace_, c.ns);
+  EXPECT_EQ(k.image, c.image);
+  EXPECT_EQ(k.queue_name, c.queue);
+  EXPECT_EQ(k.checkpoint_claim, c.claim);
+  EXPECT_EQ(k.server, c.server);
+  EXPECT_FALSE(k.token.empty());
+}
+INSTANTIATE_TEST_SUITE_P(ControllerKubeRegions, RegionKube, ::testing::ValuesIn(kRegionKube),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(ControllerKubeRegions, KubeconfigAndInClusterTogetherAreRefused) {
+  try {
+    parse_regions_yaml("regions:\n  - {name: eu, executor: kubernetes, kubernetes: {kubeconfig: /x, in_cluster: true}}\n",
+                       "r.yaml");
+    FAIL() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("r.yaml: regions[0].kubernetes: set kubeconfig or in_cluster, not both"),
+              std::string::npos)
+        << e.what();
   }
 }

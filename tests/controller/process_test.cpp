@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "common/spawn.h"
 #include "process.h"
@@ -20,9 +21,11 @@ const char* kUser = "user-token-team-a-0001";
 const char* kOther = "user-token-team-b-0001";
 
 // A worker stand-in following docs/worker-controller.md (exit codes, summary,
-// status push with the per-job token, checkpoint-and-exit on SIGTERM).
+// status push with the per-job token, checkpoint-and-exit on SIGTERM). Its
+// behaviour is the spec's data.train: the controller checks `worker` with the
+// real worker's schema at submit.
 const char* kWorker = R"SH(#!/bin/sh
-B=$(sed -n 's/.*"behaviour": *"\([a-z0-9-]*\)".*/\1/p' "$2")
+B=$(sed -n 's/.*"train": *"\([a-z0-9-]*\)".*/\1/p' "$2")
 summary() { [ "$RANK" = 0 ] && printf '{"state":"%s","steps":4,"tokens":512,"energy_joules":7200,"operational_grams":0.8,"embodied_grams":0.2}\n' "$1" > "$GREENSHARD_SUMMARY_PATH"; }
 echo "rank $RANK starting $B"
 case "$B" in
@@ -80,8 +83,8 @@ gstest::RankResult cli(int port, std::vector<std::string> args, const std::strin
 }
 
 std::string spec_yaml(const std::string& behaviour, const std::string& extra = "") {
-  return "name: cli-" + behaviour + "\nworker:\n  behaviour: " + behaviour +
-         "\n  note: 'quoted: string'\nregions: [DE, FR]\nprocs_per_node: 2\nmax_restarts: 0\n" + extra;
+  return "name: cli-" + behaviour + "\nworker:\n  data: {train: " + behaviour +
+         ", val: 'quoted: string'}\nregions: [DE, FR]\nprocs_per_node: 2\nmax_restarts: 0\n" + extra;
 }
 
 }  // namespace
@@ -95,7 +98,7 @@ TEST(ControllerCli, SubmitWatchGetListLogsRegionsCancel) {
   ASSERT_EQ(sub.exit_code, 0) << sub.output;
   json job = json::parse(sub.output);
   const std::string id = job["id"];
-  EXPECT_EQ(job["spec"]["worker"]["note"], "quoted: string");
+  EXPECT_EQ(job["spec"]["worker"]["data"]["val"], "quoted: string");
 
   auto w = cli(port, {"watch", id, "--interval", "0.1"});
   EXPECT_EQ(w.exit_code, 0) << w.output;
@@ -173,7 +176,7 @@ const ExitCase kExitCases[] = {
      7, "[field: nodes]"},
     {"an unknown region is exit 7 naming the field",
      [](Env& e, int p) {
-       std::ofstream(e.dir.file("s.yaml")) << "name: x\nworker: {}\nregions: [DE, MARS]\n";
+       std::ofstream(e.dir.file("s.yaml")) << "name: x\nworker: {data: {train: t.bin}}\nregions: [DE, MARS]\n";
        return cli(p, {"submit", e.dir.file("s.yaml")});
      },
      7, "[field: regions[1]]"},
@@ -233,7 +236,7 @@ TEST(ControllerDurability, EveryAcknowledgedSubmissionSurvivesSigkill) {
         c.set_bearer_token_auth(kUser);
         for (int i = 0; !stop; ++i) {
           json s = {{"name", "d-" + std::to_string(round) + "-" + std::to_string(t) + "-" + std::to_string(i)},
-                    {"worker", {{"behaviour", "none"}, {"i", i}}},
+                    {"worker", {{"data", {{"train", "none"}, {"seed", i}}}}},
                     {"regions", {"DE"}},
                     {"priority", i % 7}};
           auto r = c.Post("/v1/jobs", s.dump(), "application/json");
@@ -304,4 +307,109 @@ TEST(ControllerDurability, ARestartedControllerRestartsARunningGangFromCheckpoin
   std::ofstream(e.data + "/jobs/" + id + "/release") << "go\n";
   auto w = cli(port, {"watch", id, "--interval", "0.1"});
   EXPECT_EQ(w.exit_code, 0) << w.output << ctl->log();
+}
+
+namespace {
+
+struct Row {
+  std::string job_id, region;
+  int64_t start_ms, end_ms;
+  int nodes;
+};
+
+// The reservations table of the controller's SQLite file, read directly.
+std::vector<Row> stored_reservations(const std::string& db_path) {
+  sqlite3* db = nullptr;
+  std::vector<Row> out;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    ADD_FAILURE() << "cannot open " << db_path;
+    return out;
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT job_id, region, start_ms, end_ms, nodes FROM reservations ORDER BY start_ms;", -1,
+                         &st, nullptr) == SQLITE_OK)
+    while (sqlite3_step(st) == SQLITE_ROW)
+      out.push_back({reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                     reinterpret_cast<const char*>(sqlite3_column_text(st, 1)), sqlite3_column_int64(st, 2),
+                     sqlite3_column_int64(st, 3), sqlite3_column_int(st, 4)});
+  else
+    ADD_FAILURE() << sqlite3_errmsg(db);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return out;
+}
+
+json wait_scheduled(httplib::Client& c, const std::string& id) {
+  json j;
+  for (int i = 0; i < 3000; ++i) {
+    auto r = c.Get("/v1/jobs/" + id);
+    if (r && r->status == 200) {
+      j = json::parse(r->body);
+      if (j["state"] != "PENDING") return j;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return j;
+}
+
+}  // namespace
+
+TEST(ControllerDurability, ReservationsSurviveAControllerSigkill) {
+  Env e;
+  // One node; the cleanest hour of the day is three hours from now, the
+  // next cleanest the hour after it.
+  const int64_t now_h = std::chrono::duration_cast<std::chrono::hours>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+  std::string hourly = "[";
+  for (int h = 0; h < 24; ++h)
+    hourly += (h ? ", " : "") + std::string(h == (now_h + 3) % 24 ? "10" : h == (now_h + 4) % 24 ? "20" : "500");
+  std::ofstream(e.regions) << "regions:\n  - {name: DE, nodes: 1, hourly: " + hourly + "]}\n";
+  const json s = {{"name", "later"},
+                  {"worker", {{"data", {{"train", "succeed"}}}}},
+                  {"regions", {"DE"}},
+                  {"estimate", {{"duration_s", 3600}}},
+                  {"max_delay_s", 8 * 3600}};
+  std::string first;
+  std::vector<Row> before;
+  {
+    auto ctl = e.start();
+    httplib::Client c("127.0.0.1", ctl->port());
+    c.set_bearer_token_auth(kUser);
+    auto r = c.Post("/v1/jobs", s.dump(), "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 201) << r->body;
+    first = json::parse(r->body)["id"];
+    json j = wait_scheduled(c, first);
+    ASSERT_EQ(j["state"], "SCHEDULED") << j.dump();
+    ctl->kill(SIGKILL);
+  }
+  before = stored_reservations(e.data + "/controller.db");
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0].job_id, first);
+  EXPECT_EQ(before[0].region, "DE");
+  EXPECT_EQ(before[0].nodes, 1);
+  EXPECT_EQ(before[0].end_ms - before[0].start_ms, 3600 * 1000);
+  EXPECT_GT(before[0].start_ms, (now_h + 1) * 3600 * 1000 - 1);
+  // After the restart the plan is still held: the same job, wanting the same
+  // clean hour, gets the next one.
+  auto ctl = e.start();
+  httplib::Client c("127.0.0.1", ctl->port());
+  c.set_bearer_token_auth(kUser);
+  json again = s;
+  again["name"] = "also-later";
+  auto r = c.Post("/v1/jobs", again.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string second = json::parse(r->body)["id"];
+  json j = wait_scheduled(c, second);
+  ASSERT_EQ(j["state"], "SCHEDULED") << j.dump();
+  auto after = stored_reservations(e.data + "/controller.db");
+  ASSERT_EQ(after.size(), 2u);
+  const Row& a = after[0].job_id == first ? after[0] : after[1];
+  const Row& b = after[0].job_id == first ? after[1] : after[0];
+  EXPECT_EQ(a.start_ms, before[0].start_ms);  // the first plan, untouched
+  EXPECT_EQ(b.job_id, second);
+  EXPECT_EQ(b.start_ms, a.start_ms + 3600 * 1000);
+  EXPECT_TRUE(b.end_ms <= a.start_ms || a.end_ms <= b.start_ms) << "the plans overlap on the region's one node";
 }

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "fixture.h"
+#include "worker/config.h"  // kConfigErrorPrefix
 
 using namespace controller;
 using namespace ctltest;
@@ -23,7 +24,7 @@ echo $((n + 1)) > "$C/runs-$RANK"
 echo "rank $RANK run $n behaviour $B region $GREENSHARD_REGION intensity $GREENSHARD_GRID_INTENSITY"
 case "$B" in
   succeed) summary succeeded; exit 0 ;;
-  config) exit 2 ;;
+  config) echo "greenshard-worker: config error: model.embd: must be >= 1 and divisible by model.heads" >&2; exit 2 ;;
   always-fail) if [ "$RANK" = 1 ]; then exit 1; fi; sleep 60; exit 0 ;;
   fail-once)
     if [ "$n" = 0 ]; then
@@ -119,6 +120,11 @@ TEST(ControllerScheduler, AConfigurationErrorFailsWithoutRestarts) {
   EXPECT_EQ(j.recovery_count, 0);
   EXPECT_EQ(j.conditions().back().reason, "WorkerConfigError");
   EXPECT_NE(j.failure_reason.find("exit 2"), std::string::npos);
+  // The worker's own words (its stderr line, docs/worker-controller.md), not just the exit code.
+  ASSERT_NE(std::string(kScript).find(greenshard::kConfigErrorPrefix), std::string::npos) << "the stand-in's format";
+  EXPECT_NE(j.failure_reason.find(": model.embd: must be >= 1 and divisible by model.heads"), std::string::npos)
+      << j.failure_reason;
+  EXPECT_EQ(j.failure_reason.find(greenshard::kConfigErrorPrefix), std::string::npos) << j.failure_reason;
 }
 
 TEST(ControllerScheduler, RestartsStopAtMaxRestarts) {
@@ -194,7 +200,7 @@ TEST(ControllerScheduler, ADelayTolerantJobWaitsForTheCleanHour) {
   c.sched->cycle();
   Job j = *c.registry->get(id);
   ASSERT_EQ(j.state(), JobState::kScheduled);
-  EXPECT_EQ(j.placement->policy, "carbon-shift");
+  EXPECT_EQ(j.placement->policy, "spatio-temporal");
   EXPECT_EQ(j.placement->start_ms, c.clock.now_ms() + 2 * 3600 * 1000);
   EXPECT_NEAR(j.placement->run_now_home_grams / j.placement->expected_grams, 25.0, 1e-6);
   for (int i = 0; i < 3; ++i) c.sched->cycle();
@@ -204,21 +210,23 @@ TEST(ControllerScheduler, ADelayTolerantJobWaitsForTheCleanHour) {
 }
 
 TEST(ControllerScheduler, AnInterruptibleJobIsSuspendedBetweenItsWindows) {
-  std::string hourly = "[20, 500, 20, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500]";
+  // Two clean spells, hours 0-1 and 3-4: a 3 h job runs 2 h, then 1 h 10 min
+  // (the resume overhead) after a dirty hour.
+  std::string hourly = "[20, 20, 500, 20, 20, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500]";
   Controller c(opts("regions:\n  - {name: DE, nodes: 2, hourly: " + hourly + "}\n"));
   auto id = submit(c, job_spec("run", {{"interruptible", true},
-                                       {"deadline", format_rfc3339(c.clock.now_ms() + 3 * 3600 * 1000)},
-                                       {"estimate", {{"duration_s", 7200}}}}));
+                                       {"deadline", format_rfc3339(c.clock.now_ms() + 6 * 3600 * 1000)},
+                                       {"estimate", {{"duration_s", 3 * 3600}}}}));
   ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kRunning; }));
   Job j = *c.registry->get(id);
   ASSERT_EQ(j.placement->windows.size(), 2u);
-  EXPECT_EQ(j.placement->policy, "carbon-windows");
+  EXPECT_EQ(j.placement->policy, "spatio-temporal");
   // Let the script install its SIGTERM trap (it logs after the trap line is reached).
   ASSERT_TRUE(c.cycle_until([&] {
     auto l = c.local->logs(id, 0, 0, 4096);
     return l && l->find("trap set") != std::string::npos;
   }));
-  c.clock.advance_ms(3600 * 1000);  // the first window closes
+  c.clock.advance_ms(2 * 3600 * 1000);  // the first window closes
   ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kSuspended; }));
   EXPECT_EQ(c.registry->get(id)->progress.state, "preempted");
   for (int i = 0; i < 3; ++i) c.sched->cycle();

@@ -1,4 +1,4 @@
-// Job-spec parsing, tokens files, regions files and the greedy placer:
+// Job-spec parsing, tokens files, regions files and the shipped intensity data:
 // tables keyed by a sentence.
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include "controller/auth.h"
 #include "controller/placement.h"
 #include "controller/regions.h"
+#include "fixture.h"
 
 using namespace controller;
 using json = nlohmann::json;
@@ -83,6 +84,72 @@ TEST_P(SpecTable, Parses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ControllerSpec, SpecTable, ::testing::ValuesIn(kSpecCases),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+// --- the `worker` object, checked with the worker's own schema at submit ---
+
+struct WorkerCase {
+  const char* sentence;
+  std::function<void(json& worker)> edit;  // on the fixture's valid worker object
+  const char* field;                       // "" = accepted (201)
+  const char* code = "invalid_field";
+};
+
+const WorkerCase kWorkerCases[] = {
+    {"an unknown sharding strategy", [](json& w) { w["sharding"] = {{"strategy", "FULL_SHARDD"}}; },
+     "worker.sharding.strategy"},
+    {"a width not divisible by the heads", [](json& w) { w["model"] = {{"embd", 100}, {"heads", 3}}; },
+     "worker.model.embd"},
+    {"an unknown section", [](json& w) { w["modle"] = {{"layers", 2}}; }, "worker.modle", "unknown_field"},
+    {"an unknown field in a known section", [](json& w) { w["schedule"]["stepz"] = 5; }, "worker.schedule.stepz",
+     "unknown_field"},
+    {"a word where a number belongs", [](json& w) { w["schedule"]["steps"] = "five"; }, "worker.schedule.steps"},
+    {"a fraction where an integer belongs", [](json& w) { w["model"] = {{"layers", 2.5}}; }, "worker.model.layers"},
+    {"a mapping where a value belongs", [](json& w) { w["model"] = {{"layers", {{"n", 2}}}}; },
+     "worker.model.layers"},
+    {"a null value", [](json& w) { w["data"]["val"] = nullptr; }, "worker.data.val"},
+    {"a missing training file", [](json& w) { w["data"].erase("train"); }, "worker.data.train"},
+    {"an unknown hardware profile", [](json& w) { w["carbon"] = {{"hardware", "cpu-node"}}; },
+     "worker.carbon.hardware"},
+    {"a final learning rate above the peak", [](json& w) { w["optimizer"] = {{"lr", 0.001}, {"min_lr", 0.01}}; },
+     "worker.optimizer.min_lr"},
+    {"every strategy shard knows in any case with fields the controller sets left out",
+     [](json& w) {
+       w["sharding"] = {{"strategy", "hybrid_shard"}, {"hybrid_group_size", 1}};
+       w["model"] = {{"layers", 2}, {"heads", 2}, {"embd", 64}, {"context", 32}};
+       w["data"]["val"] = "v.bin";  // relative to the job's directory: not opened at submit
+     },
+     ""},
+};
+
+class WorkerSpecTable : public ::testing::TestWithParam<WorkerCase> {};
+
+TEST_P(WorkerSpecTable, ABadWorkerFieldIsA400NamingIt) {
+  const auto& c = GetParam();
+  ctltest::Controller ctl;
+  json s = ctltest::spec();
+  c.edit(s["worker"]);
+  auto cli = ctl.client(ctltest::kUserA);
+  auto r = cli.Post("/v1/jobs", s.dump(), "application/json");
+  ASSERT_TRUE(r);
+  auto listed = cli.Get("/v1/jobs");
+  ASSERT_TRUE(listed);
+  const size_t stored = json::parse(listed->body).at("items").size();
+  if (!*c.field) {
+    EXPECT_EQ(r->status, 201) << r->body;
+    EXPECT_EQ(stored, 1u);
+    return;
+  }
+  EXPECT_EQ(r->status, 400) << r->body;
+  json body = json::parse(r->body, nullptr, false);
+  ASSERT_TRUE(body.is_object() && body.contains("error")) << r->body;
+  EXPECT_EQ(body["error"]["field"], c.field) << r->body;
+  EXPECT_EQ(body["error"]["code"], c.code) << r->body;
+  EXPECT_EQ(body["error"]["message"].get<std::string>().rfind(std::string(c.field) + ": ", 0), 0u) << r->body;
+  EXPECT_EQ(stored, 0u) << "a refused spec is not stored";
+}
+
+INSTANTIATE_TEST_SUITE_P(ControllerSubmit, WorkerSpecTable, ::testing::ValuesIn(kWorkerCases),
                          [](const auto& info) { return gstest::test_name(info.param.sentence); });
 
 TEST(ControllerSpec, TextThatIsNotJsonIsInvalidJson) {
@@ -171,118 +238,10 @@ TEST(ControllerRegions, AFileLoadsAndUnknownKeysAreNamed) {
   }
 }
 
-// --- greedy placer ---------------------------------------------------------
+// --- shipped intensity data -----------------------------------------------
 
 constexpr int64_t kHour = 3600 * 1000;
 constexpr int64_t kT0 = 1764633600000;  // 2025-12-02T00:00:00Z, an hour boundary
-
-RegionSnapshot region(const std::string& name, std::vector<double> hourly, int nodes = 4, int free = 4) {
-  RegionSnapshot r;
-  r.name = name;
-  r.capacity_nodes = nodes;
-  r.free_nodes = free;
-  r.intensity_now = hourly.front();
-  for (size_t h = 0; h < hourly.size(); ++h) r.forecast.push_back({kT0 + int64_t(h) * kHour, hourly[h]});
-  return r;
-}
-
-PlacementRequest request(std::vector<std::string> allowed, double hours, int64_t slack_h, bool interruptible = false) {
-  PlacementRequest q;
-  q.job_id = "j";
-  q.allowed = allowed;
-  q.home_region = allowed.front();
-  q.duration_s = hours * 3600;
-  q.power_watts = 1000;
-  q.interruptible = interruptible;
-  q.earliest_start_ms = kT0;
-  q.latest_end_ms = slack_h < 0 ? 0 : kT0 + int64_t(hours * kHour) + slack_h * kHour;
-  return q;
-}
-
-struct PlaceCase {
-  const char* sentence;
-  std::vector<RegionSnapshot> regions;
-  PlacementRequest req;
-  std::string region;       // "" when not placed
-  std::string policy;
-  int64_t start_h;          // first window start, hours after kT0
-  size_t windows;
-  bool impossible, wait;
-};
-
-std::vector<PlaceCase> place_cases() {
-  return {
-      {"without slack a job runs now at home", {region("DE", {300, 100, 100})}, request({"DE"}, 1, -1),
-       "DE", "run-now-home", 0, 1, false, false},
-      {"with slack a job waits for the clean hour", {region("DE", {300, 100, 300, 300})}, request({"DE"}, 1, 3),
-       "DE", "carbon-shift", 1, 1, false, false},
-      {"a cleaner allowed region wins now", {region("DE", {300, 300}), region("FR", {50, 50})},
-       request({"DE", "FR"}, 1, -1), "FR", "carbon-region", 0, 1, false, false},
-      {"a cleaner region that is full is skipped", {region("DE", {300, 300}), region("FR", {50, 50}, 4, 0)},
-       request({"DE", "FR"}, 1, -1), "DE", "run-now-home", 0, 1, false, false},
-      {"equal grams prefer the home region", {region("FR", {200, 200}), region("DE", {200, 200})},
-       request({"DE", "FR"}, 1, -1), "DE", "run-now-home", 0, 1, false, false},
-      {"an interruptible job takes the two clean hours apart",
-       {region("DE", {100, 500, 100, 500, 500})}, request({"DE"}, 2, 2, true), "DE", "carbon-windows", 0, 2, false, false},
-      {"a job larger than every region is impossible", {region("DE", {100}, 2, 2)},
-       [] { auto q = request({"DE"}, 1, -1); q.nodes = 3; return q; }(), "", "", 0, 0, true, false},
-      {"a job waits while every fitting region is full", {region("DE", {100}, 4, 1)},
-       [] { auto q = request({"DE"}, 1, -1); q.nodes = 2; return q; }(), "", "", 0, 0, false, true},
-  };
-}
-
-class PlaceTable : public ::testing::TestWithParam<PlaceCase> {};
-TEST_P(PlaceTable, Places) {
-  const auto& c = GetParam();
-  auto p = make_greedy_placer();
-  PlacementDecision d = p->place(c.req, c.regions, kT0);
-  EXPECT_EQ(d.impossible, c.impossible) << d.explanation;
-  EXPECT_EQ(d.wait_for_capacity, c.wait) << d.explanation;
-  if (c.region.empty()) return;
-  EXPECT_EQ(d.region, c.region) << d.explanation;
-  EXPECT_EQ(d.policy, c.policy) << d.explanation;
-  ASSERT_EQ(d.windows.size(), c.windows) << d.explanation;
-  EXPECT_EQ(d.windows.front().first, kT0 + c.start_h * kHour);
-  int64_t total = 0;
-  for (auto [a, b] : d.windows) total += b - a;
-  EXPECT_EQ(total, int64_t(c.req.duration_s * 1000));
-  EXPECT_LE(d.expected_grams, d.run_now_home_grams + 1e-9);
-  EXPECT_FALSE(d.explanation.empty());
-}
-INSTANTIATE_TEST_SUITE_P(ControllerPlacer, PlaceTable, ::testing::ValuesIn(place_cases()),
-                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
-
-TEST(ControllerPlacer, PlanGramsIsEnergyTimesIntensityTimesPue) {
-  RegionSnapshot r = region("DE", {200, 400});
-  r.pue = 1.5;
-  // 1 kW for the first hour at 200 g/kWh with PUE 1.5 = 300 g; the next half hour 0.75 kWh * 400.
-  EXPECT_NEAR(plan_grams(r, 1000, {{kT0, kT0 + kHour}}), 300.0, 1e-9);
-  EXPECT_NEAR(plan_grams(r, 1000, {{kT0 + kHour, kT0 + kHour + kHour / 2}}), 300.0, 1e-9);
-}
-
-}  // namespace
-
-#ifdef GREENSHARD_HAVE_CARBON
-namespace {
-
-// The same table of situations through carbon/'s placement: it must agree
-// with the greedy placer on where (and, without slack, when) a job runs.
-class CarbonPlaceTable : public ::testing::TestWithParam<PlaceCase> {};
-TEST_P(CarbonPlaceTable, Places) {
-  const auto& c = GetParam();
-  auto p = make_carbon_placer();
-  PlacementDecision d = p->place(c.req, c.regions, kT0);
-  EXPECT_EQ(d.impossible, c.impossible) << d.explanation;
-  EXPECT_EQ(d.wait_for_capacity, c.wait) << d.explanation;
-  if (c.region.empty()) return;
-  EXPECT_EQ(d.region, c.region) << d.explanation;
-  ASSERT_FALSE(d.windows.empty());
-  if (c.windows == 1) EXPECT_EQ(d.windows.front().first, kT0 + c.start_h * kHour) << d.explanation;
-  EXPECT_LE(d.expected_grams, d.run_now_home_grams + 1e-6) << d.explanation;
-  EXPECT_FALSE(d.explanation.empty());
-}
-INSTANTIATE_TEST_SUITE_P(ControllerCarbonPlacer, CarbonPlaceTable, ::testing::ValuesIn(place_cases()),
-                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
 
 TEST(ControllerCarbonData, ShippedZonesGiveAnHourlyForecastAndUnknownZonesAreNamed) {
   auto src = make_carbon_intensity_source();
@@ -296,4 +255,3 @@ TEST(ControllerCarbonData, ShippedZonesGiveAnHourlyForecastAndUnknownZonesAreNam
 }
 
 }  // namespace
-#endif

@@ -1,6 +1,7 @@
 // The worker's pieces without LibTorch: job spec, launch plan, token files,
 // sampler, energy meters, URLs.
 #include "common/spawn.h"
+#include "shard/strategy_names.h"
 #include "worker/config.h"
 #include "worker/data.h"
 #include "worker/energy.h"
@@ -115,7 +116,48 @@ TEST(Spec, TrainIsRequiredAndEnvironmentThenFlagsOverrideTheFile) {
   greenshard::apply_config_text(back, js, "printed");
   EXPECT_EQ(back.carbon.region, "SE");
   EXPECT_EQ(back.metrics.port, 9400);
-  EXPECT_EQ(greenshard::config_fields().size(), 54u) << "--help documents every field";
+  EXPECT_EQ(greenshard::config_fields().size(), 55u) << "--help documents every field";
+}
+
+TEST(Spec, TheShardingStrategiesTheWorkerAcceptsAreExactlyShards) {
+  // true: the worker's validation accepts `name`; false: it refuses it naming sharding.strategy.
+  auto worker_accepts = [](const std::string& name) {
+    JobConfig cfg;
+    cfg.data.train = "t.bin";
+    greenshard::apply_field(cfg, "sharding.strategy", name, "test");
+    try {
+      greenshard::validate(cfg);
+      return true;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field, "sharding.strategy") << e.what();
+      return false;
+    }
+  };
+  auto shard_parses = [](const std::string& name) {
+    try {
+      shard::parse_sharding_strategy(name, "sharding.strategy");
+      return true;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  };
+  std::string help;
+  for (const auto& f : greenshard::config_fields())
+    if (f.path == "sharding.strategy") help = f.help;
+  std::vector<std::string> names = {"", "ZERO3", "FULLSHARD", "FULL_SHARDD", "FULL_SHARD ", "DDP"};
+  for (const auto& s : shard::kShardingStrategies) {
+    std::string lower = s.name;
+    for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    names.push_back(s.name);
+    names.push_back(lower);
+    // shard -> worker: every strategy shard knows is accepted (any case) and documented.
+    EXPECT_TRUE(worker_accepts(s.name)) << s.name;
+    EXPECT_TRUE(worker_accepts(lower)) << lower;
+    EXPECT_EQ(shard::parse_sharding_strategy(lower), s.strategy);
+    EXPECT_NE(help.find(s.name), std::string::npos) << help;
+  }
+  // worker -> shard: the worker accepts exactly what the trainer can hand to shard.
+  for (const auto& n : names) EXPECT_EQ(worker_accepts(n), shard_parses(n)) << "'" << n << "'";
 }
 
 TEST(LaunchPlan, TorchrunKubernetesAndStandalone) {

@@ -393,6 +393,76 @@ TEST(Worker, StatusPushFollowsStatusIntervalNotTheLogInterval) {
   EXPECT_EQ(posts.back().second["step"], 20);
 }
 
+// The controller's GET /v1/regions/{name}/intensity, played on loopback: it
+// wants the job's status token and serves `before` for the first `switch_after`
+// polls, then `after` (the hour turned).
+struct IntensityServer {
+  httplib::Server server;
+  std::thread thread;
+  int port = 0;
+  std::mutex mu;
+  int polls = 0, unauthorized = 0;
+  IntensityServer(double before, double after, int switch_after) {
+    server.Get("/v1/regions/eu/intensity", [=, this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (req.get_header_value("Authorization") != "Bearer s3cret") {
+        ++unauthorized;
+        res.status = 401;
+        return;
+      }
+      const double v = polls++ < switch_after ? before : after;
+      res.set_content(json{{"region", "eu"}, {"gco2_per_kwh", v}}.dump(), "application/json");
+    });
+    port = server.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { server.listen_after_bind(); });
+  }
+  ~IntensityServer() {
+    server.stop();
+    thread.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port) + "/v1/regions/eu/intensity"; }
+};
+
+TEST(Worker, GramsIntegrateAChangingIntensity) {
+  const double before = 100, after = 700, pue = 1.5;
+  const int switch_after = 4;  // polls: one before the first step, then one per accounting interval
+  IntensityServer grid(before, after, switch_after);
+  ASSERT_GT(grid.port, 0);
+  Job job(12);
+  auto r = job.run(1, {"--log.format", "json", "--log.every", "1", "--carbon.pue", "1.5"},
+                   {{"GREENSHARD_INTENSITY_URL", grid.url()}, {"GREENSHARD_INTENSITY_POLL_S", "0.000001"},
+                    {"GREENSHARD_STATUS_TOKEN", "s3cret"}});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("unreachable"), std::string::npos) << "every poll answered: " << r.output;
+  std::vector<std::pair<double, double>> totals;  // (energy J, operational g) after each step
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    json j = json::parse(line);
+    if (j.contains("step")) totals.push_back({j["energy_joules"].get<double>(), j["operational_grams"].get<double>()});
+  }
+  ASSERT_EQ(totals.size(), 12u) << r.output;
+  {
+    std::lock_guard<std::mutex> lock(grid.mu);
+    EXPECT_EQ(grid.unauthorized, 0) << "the worker sends its status token";
+    EXPECT_GE(grid.polls, 13) << "a poll before the first step and one per interval";
+  }
+  // Interval i (step i) is integrated with the value polled before it:
+  // `before` for steps 1..switch_after, `after` from then on.
+  double expected = 0, prev_e = 0;
+  for (size_t i = 0; i < totals.size(); ++i) {
+    const double in_force = int(i) < switch_after ? before : after;
+    expected += (totals[i].first - prev_e) / 3.6e6 * pue * in_force;
+    prev_e = totals[i].first;
+  }
+  const double energy = totals.back().first, grams = totals.back().second;
+  ASSERT_GT(energy, 0);
+  EXPECT_NEAR(grams, expected, 1e-9 * expected);
+  // Not the start value (nor the last one) times all the energy.
+  EXPECT_GT(grams, 1.05 * energy / 3.6e6 * pue * before);
+  EXPECT_LT(grams, 0.95 * energy / 3.6e6 * pue * after);
+}
+
 TEST(Worker, StatusPushReportsFailedWhenTrainingThrows) {
   StatusServer controller;
   Job job(20);

@@ -1,9 +1,17 @@
-// The shipped 2023 data: 16 Electricity Maps zones, hourly direct intensity.
+// A directory of hourly intensity data (the shipped one: 16 Electricity Maps
+// zones, 2023, hourly direct intensity).
 //
 // Layout of a data directory (carbon/data/ in the source tree):
-//   zones.csv         zone,alias,name,continent,estimated_hours,note
-//   2023/<zone>.csv   simple format "timestamp,gco2_per_kwh" (8760 rows)
-//   ATTRIBUTION.md    Electricity Maps, ODbL
+//   zones.csv           zone,alias,name,continent,estimated_hours,note
+//   <year>/<zone>.csv   simple format "timestamp,gco2_per_kwh", one folder per
+//                       year held (any four-digit names: 2021/, 2023/, 2024/)
+//   SOURCE              optional: one line naming where the data comes from
+//                       (shown by Catalog::describe())
+//   ATTRIBUTION.md      Electricity Maps, ODbL
+// Every year folder found is loaded: a zone's series is its years' files
+// end to end, in year order. The years must be consecutive and every zone
+// must have a file in each of them that starts where the previous year's
+// ends (else InputError/CarbonError naming the file).
 // Zones are named by the "Zone Id" inside the original files (BR-CS, DE,
 // CL-SEN); the original file names (BR-SP, DE-LU, CL-SIC) are accepted as
 // aliases by Catalog::resolve().
@@ -29,7 +37,7 @@ struct ZoneInfo {
   std::string alias;           // original file-name zone ("BR-SP"), or empty
   std::string name;            // "Great Britain"
   std::string continent;       // "Europe"
-  int estimated_hours = 0;     // hours flagged "Data Estimated" in 2023
+  int estimated_hours = 0;     // hours flagged "Data Estimated" in the data
   std::string note;            // quirks (fully estimated, zero hours, ...)
 };
 
@@ -50,7 +58,17 @@ class Catalog {
   // A CsvProvider replaying every loaded zone.
   std::shared_ptr<CsvProvider> provider(Seconds max_age = Hours{2}) const;
 
+  // The SOURCE line (or the directory when there is none), the years loaded
+  // (ascending) and what was read, e.g. "Electricity Maps, hourly direct
+  // gCO2eq/kWh (ODbL); 2023 (2023-01-01T00:00:00Z to 2024-01-01T00:00:00Z);
+  // 16 zones: AU-NSW, ...".
+  const std::string& source() const { return source_; }
+  const std::vector<int>& years() const { return years_; }
+  std::string describe() const;
+
  private:
+  std::string source_;
+  std::vector<int> years_;
   std::vector<ZoneInfo> zones_;
   std::vector<IntensitySeries> series_;   // parallel to zones_
 };

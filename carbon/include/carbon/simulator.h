@@ -80,6 +80,7 @@ struct JobOutcome {
 struct PolicyResult {
   SimPolicy policy{};
   std::string forecaster;
+  std::string engine = "library";   // "library" (simulate) or "service" (the controller's scheduler)
   double total_grams = 0, operational_grams = 0, embodied_grams = 0;
   double saved_pct_vs_fifo = 0;     // filled by compare_policies
   int jobs = 0;
@@ -92,6 +93,17 @@ struct PolicyResult {
 // Runs one policy. Throws CarbonError when a zone's actual series is missing
 // or does not cover the trace plus the look-ahead.
 PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, SimPolicy policy);
+
+// Scores placements made by another engine over the same trace and config
+// (the controller's own scheduler replaying the trace: controller/sim_engine.h):
+// outcomes[i] must hold job i's region and run windows (job_id,
+// expected_grams and fallback as that engine saw them); grams are counted on
+// the actual series exactly as simulate() counts its own. Throws CarbonError
+// when sizes differ or a job has no window.
+PolicyResult score_placements(const std::vector<Job>& trace, const SimConfig& config, SimPolicy policy,
+                              std::string forecaster, std::string engine, std::vector<JobOutcome> outcomes);
+// Actual grams, delay and deadline miss of one placed job (o.region, o.windows).
+void account_placement(const SimConfig& config, const Job& job, JobOutcome& o);
 
 // Runs each policy (FIFO is always run first as the baseline) and fills
 // saved_pct_vs_fifo.

@@ -10,23 +10,13 @@
 #include <functional>
 #include <string>
 
+#include "shard/strategy_names.h"  // ShardingStrategy, to_string, parse_sharding_strategy
+
 namespace torch::nn {
 class Module;
 }
 
 namespace shard {
-
-enum class ShardingStrategy {
-  kFullShard,    // shard params/grads/optimizer; reshard after forward
-  kShardGradOp,  // shard; keep params unsharded from forward to backward
-  kNoShard,      // replicate; all-reduce gradients (the DDP baseline)
-  kHybridShard,  // FULL_SHARD inside groups of G ranks, replicate across
-};
-const char* to_string(ShardingStrategy s);
-// "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD" (case-insensitive).
-// Throws std::invalid_argument naming `field` on anything else.
-ShardingStrategy parse_sharding_strategy(const std::string& text,
-                                         const std::string& field = "strategy");
 
 enum class BackwardPrefetch { kNone, kBackwardPre };
 

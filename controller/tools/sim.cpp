@@ -1,16 +1,25 @@
-// greenshard-sim: replays a job trace over the 2023 grid data and compares
+// greenshard-sim: replays a job trace over recorded grid data and compares
 // placement policies. See docs/carbon.md ("Simulator").
+//
+// Two engines: `library` runs carbon::simulate (every policy and the
+// oracle); `service` replays the trace through the controller's own
+// Scheduler (controller/sim_engine.h: the code the service runs), for every
+// policy but the oracle, which stays the library's lower bound. `both` runs
+// the library's rows, then the service's.
 //
 //   greenshard-sim [--data DIR] [--regions Z1,Z2,...] [--capacity GPUS] [--pue X]
 //                  [--hardware NAME] [--trace FILE | --seed N --jobs-per-workday X
 //                  --from DATE --to DATE] [--write-trace FILE] [--forecast SPEC]
 //                  [--policies p1,p2,...] [--max-windows N] [--lookahead-h N]
 //                  [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]
-#include "carbon/catalog.h"
-#include "carbon/error.h"
-#include "carbon/hardware.h"
-#include "carbon/simulator.h"
-#include "carbon/trace.h"
+//                  [--engine library|service|both] [--store FILE]
+#include <carbon/catalog.h>
+#include <carbon/error.h>
+#include <carbon/hardware.h>
+#include <carbon/simulator.h>
+#include <carbon/trace.h>
+
+#include "controller/sim_engine.h"
 
 #include <cmath>
 #include <cstdio>
@@ -30,7 +39,8 @@ namespace {
                "         [--trace FILE | --seed N --jobs-per-workday X --from DATE --to DATE]\n"
                "         [--write-trace FILE] [--forecast perfect|persistence|seasonal24|seasonal168|blend[+noiseP]]\n"
                "         [--policies fifo,temporal,spatial,spatio-temporal,oracle] [--max-windows N]\n"
-               "         [--lookahead-h N] [--prefer-earlier F] [--capacity-price W] [--replan-every-h N] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n",
+               "         [--lookahead-h N] [--prefer-earlier F] [--capacity-price W] [--replan-every-h N] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n"
+               "         [--engine library|service|both] [--store FILE]\n",
                msg.c_str());
   std::exit(2);
 }
@@ -82,7 +92,8 @@ int main(int argc, char** argv) {
     else usage("missing value for " + a);
     static const char* known[] = {"--data", "--regions", "--capacity", "--pue", "--hardware", "--trace", "--seed",
                                   "--jobs-per-workday", "--from", "--to", "--write-trace", "--forecast", "--policies",
-                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--capacity-price", "--replan-every-h", "--csv", "--jobs-csv", "--svg", "--week"};
+                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--capacity-price", "--replan-every-h", "--csv", "--jobs-csv", "--svg", "--week",
+                                  "--engine", "--store"};
     bool ok = false;
     for (auto k : known) ok = ok || a == k;
     if (!ok) usage("unknown flag '" + a + "'");
@@ -130,11 +141,46 @@ int main(int argc, char** argv) {
     std::vector<carbon::SimPolicy> policies;
     for (const auto& p : split(get("--policies", "fifo,temporal,spatial,spatio-temporal,oracle")))
       policies.push_back(carbon::parse_sim_policy(p));
+    const std::string engine = get("--engine", "library");
+    if (engine != "library" && engine != "service" && engine != "both")
+      usage("--engine: expected library, service or both, got '" + engine + "'");
+    if (flags.count("--store") && engine == "library") usage("--store: only with --engine service or both");
 
     std::printf("# greenshard-sim: %zu jobs, %zu regions x %d %s (%s, PUE %.2f), forecast %s\n", trace.size(),
                 cfg.regions.size(), capacity, hw.resource.c_str(), hw.name.c_str(), pue, cfg.forecaster->name().c_str());
-    std::printf("# intensity: Electricity Maps 2023 hourly direct gCO2/kWh (ODbL)\n");
-    auto results = carbon::compare_policies(trace, cfg, policies);
+    std::printf("# intensity: %s\n", all.describe().c_str());
+    std::printf("# engine: %s\n", engine.c_str());
+    std::vector<carbon::PolicyResult> results;
+    if (engine != "service") results = carbon::compare_policies(trace, cfg, policies);
+    if (engine != "library") {
+      controller::ServiceSimOptions so;
+      so.forecaster = get("--forecast", "perfect");
+      so.seed = seed;
+      so.replan_period_ms = int64_t(cfg.replan_every.count()) * 3600 * 1000;
+      if (flags.count("--store")) so.store_path = flags["--store"];
+      auto service = [&](carbon::SimPolicy p) {
+        so.policy = p == carbon::SimPolicy::kFifo       ? carbon::Policy::kRunNowHome
+                    : p == carbon::SimPolicy::kTemporal ? carbon::Policy::kTemporal
+                    : p == carbon::SimPolicy::kSpatial  ? carbon::Policy::kSpatial
+                                                        : carbon::Policy::kSpatioTemporal;
+        return controller::simulate_service(trace, cfg, all, so);
+      };
+      // The baseline: the library's FIFO when it ran, else the service's.
+      const bool own_fifo = results.empty();
+      std::vector<carbon::PolicyResult> rows;
+      if (own_fifo) rows.push_back(service(carbon::SimPolicy::kFifo));
+      for (auto p : policies) {
+        if (p == carbon::SimPolicy::kOracle) {
+          if (own_fifo) rows.push_back(carbon::simulate(trace, cfg, p));  // the bound stays the library's
+          continue;
+        }
+        if (p == carbon::SimPolicy::kFifo && own_fifo) continue;
+        rows.push_back(service(p));
+      }
+      const double base = own_fifo ? rows.front().total_grams : results.front().total_grams;
+      for (auto& r : rows) r.saved_pct_vs_fifo = base > 0 ? 100.0 * (base - r.total_grams) / base : 0.0;
+      results.insert(results.end(), rows.begin(), rows.end());
+    }
     std::printf("%s\n", carbon::format_results_table(results).c_str());
     std::printf("%s", carbon::format_region_load_table(results, all.ids()).c_str());
     if (flags.count("--csv")) write(flags["--csv"], carbon::results_csv(results));
@@ -145,7 +191,8 @@ int main(int argc, char** argv) {
         for (const auto& o : r.outcomes) {
           std::snprintf(buf, sizeof buf, ",%zu,%.3f,%.3f,%.3f,%s,%s\n", o.windows.size(), o.grams, o.expected_grams,
                         o.delay_h, o.deadline_missed ? "true" : "false", o.fallback ? "true" : "false");
-          s += std::string(carbon::sim_policy_name(r.policy)) + "," + o.job_id + "," + o.region + "," +
+          s += std::string(carbon::sim_policy_name(r.policy)) + (r.engine == "library" ? "" : "@" + r.engine) +
+               "," + o.job_id + "," + o.region + "," +
                carbon::format_time(o.windows.front().start) + "," + carbon::format_time(o.windows.back().end) + buf;
         }
       write(flags["--jobs-csv"], s);

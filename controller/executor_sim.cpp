@@ -1,0 +1,92 @@
+#include "controller/executor_sim.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace controller {
+
+SimExecutor::SimExecutor(const Clock& clock, SimExecutorOptions options) : clock_(clock), opt_(options) {
+  if (!(opt_.resume_overhead_s >= 0)) throw std::invalid_argument("SimExecutor: resume_overhead_s must be >= 0");
+}
+
+void SimExecutor::settle(Gang& g, int64_t now) const {
+  if (!g.running) return;
+  const int64_t end = g.started_ms + std::llround(g.left_ms);
+  if (now < end) return;
+  g.running = false;
+  g.succeeded = true;
+  g.left_ms = 0;
+  g.runs.push_back({g.started_ms, end});
+}
+
+GangStatus SimExecutor::start(const GangSpec& gang) {
+  std::lock_guard<std::mutex> l(mu_);
+  Gang& g = gangs_[gang.job_id];
+  if (g.running) throw std::runtime_error("sim: gang " + gang.job_id + " is already running");
+  if (g.succeeded) throw std::runtime_error("sim: gang " + gang.job_id + " has already finished");
+  if (g.starts == 0) g.left_ms = gang.spec.duration_s * 1000.0;
+  else g.left_ms += opt_.resume_overhead_s * 1000.0;
+  g.starts++;
+  g.running = true;
+  g.stopped = false;
+  g.started_ms = clock_.now_ms();
+  GangStatus st;
+  st.phase = GangPhase::kRunning;
+  st.runtime = {{"sim_starts", g.starts}};
+  return st;
+}
+
+GangStatus SimExecutor::poll(const std::string& job_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  GangStatus st;
+  auto it = gangs_.find(job_id);
+  if (it == gangs_.end()) {
+    st.phase = GangPhase::kUnknown;
+    st.message = "sim: no gang " + job_id;
+    return st;
+  }
+  Gang& g = it->second;
+  settle(g, clock_.now_ms());
+  if (g.running) st.phase = GangPhase::kRunning;
+  else if (g.succeeded) {
+    st.phase = GangPhase::kSucceeded;
+    st.summary = {{"state", "succeeded"}};
+  } else if (g.stopped) {
+    st.phase = GangPhase::kPreempted;
+    st.summary = {{"state", "preempted"}};
+    st.message = "checkpointed and stopped";
+  } else {
+    st.phase = GangPhase::kUnknown;
+  }
+  return st;
+}
+
+void SimExecutor::stop(const std::string& job_id, std::chrono::milliseconds) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = gangs_.find(job_id);
+  if (it == gangs_.end()) return;
+  Gang& g = it->second;
+  const int64_t now = clock_.now_ms();
+  settle(g, now);
+  if (!g.running) return;  // done already, or stopped: safe to call twice
+  g.running = false;
+  g.stopped = true;
+  g.left_ms -= double(now - g.started_ms);
+  g.runs.push_back({g.started_ms, now});
+}
+
+bool SimExecutor::adopt(const std::string&, const nlohmann::json&, std::chrono::milliseconds) { return false; }
+
+bool SimExecutor::gone(const std::string& job_id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = gangs_.find(job_id);
+  return it == gangs_.end() || !it->second.running;
+}
+
+std::vector<std::pair<int64_t, int64_t>> SimExecutor::runs(const std::string& job_id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = gangs_.find(job_id);
+  return it == gangs_.end() ? std::vector<std::pair<int64_t, int64_t>>{} : it->second.runs;
+}
+
+}  // namespace controller

@@ -1,0 +1,70 @@
+// SimExecutor: an Executor whose gangs launch nothing and run on a Clock for
+// their job's estimated duration -- what the simulation engine
+// (sim_engine.h) drives the controller's own Scheduler with.
+//
+// Contract (the Executor contract of executor.h, on simulated time):
+//   - start(gang): the gang runs from clock.now_ms(); the work left is
+//     gang.spec.duration_s on the first start, or what an earlier stop()
+//     left, plus `resume_overhead_s` on every start after the first (a
+//     resume from a checkpoint, as carbon::Job::resume_overhead plans it);
+//     starting a gang that is already running throws;
+//   - poll(): kRunning until the work is done, then kSucceeded (summary
+//     state "succeeded"); after stop(), kPreempted at once (the checkpoint
+//     is instantaneous) with the work done so far kept; kUnknown for a job
+//     never started;
+//   - every run interval [start, end) is recorded (runs()): the realized
+//     windows the simulation scores;
+//   - adopt() is false (nothing survives a restart), tick() does nothing,
+//     gone() is true unless running, logs() is nullopt. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "controller/clock.h"
+#include "controller/executor.h"
+
+namespace controller {
+
+struct SimExecutorOptions {
+  double resume_overhead_s = 600;
+};
+
+class SimExecutor final : public Executor {
+ public:
+  SimExecutor(const Clock& clock, SimExecutorOptions options = {});
+
+  std::string kind() const override { return "sim"; }
+  GangStatus start(const GangSpec& gang) override;
+  GangStatus poll(const std::string& job_id) override;
+  void stop(const std::string& job_id, std::chrono::milliseconds grace) override;
+  bool adopt(const std::string& job_id, const nlohmann::json& runtime, std::chrono::milliseconds grace) override;
+  void tick() override {}
+  bool gone(const std::string& job_id) override;
+  std::optional<std::string> logs(const std::string&, int, int64_t, int64_t) override { return std::nullopt; }
+
+  // The run intervals of a job, [start_ms, end_ms), oldest first.
+  std::vector<std::pair<int64_t, int64_t>> runs(const std::string& job_id) const;
+
+ private:
+  struct Gang {
+    bool running = false, succeeded = false, stopped = false;
+    int starts = 0;
+    int64_t started_ms = 0;
+    double left_ms = 0;   // work left when (re)started
+    std::vector<std::pair<int64_t, int64_t>> runs;
+  };
+  void settle(Gang& g, int64_t now) const;  // finishes a gang whose work is done
+
+  const Clock& clock_;
+  SimExecutorOptions opt_;
+  mutable std::mutex mu_;
+  std::map<std::string, Gang> gangs_;
+};
+
+}  // namespace controller

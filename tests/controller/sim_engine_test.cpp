@@ -1,0 +1,107 @@
+// The service engine of the simulator: the controller's own Scheduler
+// replaying a trace (controller/sim_engine.h) must make the decisions the
+// library engine (carbon::simulate) makes on the same trace and forecast.
+#include <gtest/gtest.h>
+
+#include <carbon/catalog.h>
+#include <carbon/hardware.h>
+#include <carbon/trace.h>
+
+#include "common/spawn.h"
+#include "controller/sim_engine.h"
+#include "controller/store.h"
+
+using namespace controller;
+
+namespace {
+
+struct Scenario {
+  carbon::Catalog catalog = carbon::Catalog::load(carbon::builtin_data_dir(), {"GB", "DE", "CA-ON"});
+  carbon::SimConfig config;
+  std::vector<carbon::Job> trace;
+  explicit Scenario(int capacity = 128, double jobs_per_workday = 6) {
+    const auto& hw = carbon::hardware_profile("h100-sxm-8");
+    for (const auto& z : catalog.ids()) {
+      config.regions.push_back({z, capacity, 1.2, hw});
+      config.actual[z] = catalog.series(z);
+    }
+    config.placement.max_lookahead = carbon::Hours{120};
+    carbon::TraceOptions to;
+    to.seed = 7;
+    to.regions = catalog.ids();
+    to.from = carbon::parse_time("2023-03-06T00:00Z");
+    to.to = carbon::parse_time("2023-03-25T00:00Z");   // long enough for capacity pricing to start
+    to.jobs_per_workday = jobs_per_workday;
+    to.max_hours = 40;
+    trace = carbon::generate_trace(to);
+  }
+};
+
+void expect_same_decisions(const carbon::PolicyResult& lib, const carbon::PolicyResult& svc) {
+  ASSERT_EQ(lib.outcomes.size(), svc.outcomes.size());
+  for (size_t i = 0; i < lib.outcomes.size(); ++i) {
+    const auto& a = lib.outcomes[i];
+    const auto& b = svc.outcomes[i];
+    EXPECT_EQ(a.region, b.region) << a.job_id;
+    ASSERT_EQ(a.windows.size(), b.windows.size()) << a.job_id;
+    for (size_t w = 0; w < a.windows.size(); ++w) {
+      EXPECT_EQ(a.windows[w].start, b.windows[w].start) << a.job_id << " window " << w;
+      EXPECT_EQ(a.windows[w].end, b.windows[w].end) << a.job_id << " window " << w;
+    }
+  }
+  EXPECT_NEAR(lib.total_grams, svc.total_grams, 1e-6 * lib.total_grams);
+  EXPECT_EQ(lib.deadline_misses, svc.deadline_misses);
+}
+
+TEST(ServiceSimulation, TheSchedulerMakesTheLibrarysDecisionsWithCapacityTight) {
+  // Tight capacity (jobs wait, fall back, and capacity prices are learned).
+  Scenario s(64, 10);
+  ASSERT_GT(s.trace.size(), 100u);
+  ServiceSimOptions o;
+  for (auto [lp, sp] : {std::pair{carbon::SimPolicy::kSpatioTemporal, carbon::Policy::kSpatioTemporal},
+                        std::pair{carbon::SimPolicy::kFifo, carbon::Policy::kRunNowHome}}) {
+    SCOPED_TRACE(carbon::sim_policy_name(lp));
+    auto lib = carbon::simulate(s.trace, s.config, lp);
+    o.policy = sp;
+    ServiceSimStats stats;
+    auto svc = simulate_service(s.trace, s.config, s.catalog, o, &stats);
+    EXPECT_EQ(svc.engine, "service");
+    EXPECT_GT(stats.cycles, 24 * 19);
+    expect_same_decisions(lib, svc);
+  }
+}
+
+TEST(ServiceSimulation, ForecastErrorAndReplanningGoThroughTheSamePath) {
+  Scenario s(128, 6);
+  s.config.forecaster = carbon::make_forecaster("blend");
+  s.config.replan_every = carbon::Hours{6};
+  auto lib = carbon::simulate(s.trace, s.config, carbon::SimPolicy::kSpatioTemporal);
+  ServiceSimOptions o;
+  o.forecaster = "blend";
+  o.replan_period_ms = 6 * 3600 * 1000;
+  auto svc = simulate_service(s.trace, s.config, s.catalog, o);
+  expect_same_decisions(lib, svc);
+}
+
+TEST(ServiceSimulation, ARealSqliteFileHoldsEveryJobAndNoReservationAfterTheReplay) {
+  Scenario s(128, 3);
+  gstest::TempDir dir;
+  ServiceSimOptions o;
+  o.store_path = dir.file("sim.db");
+  auto out = replay_through_scheduler(s.trace, s.config, s.catalog, o);
+  ASSERT_EQ(out.size(), s.trace.size());
+  Store store(o.store_path);
+  auto jobs = store.load_all();
+  ASSERT_EQ(jobs.size(), s.trace.size());
+  for (const auto& j : jobs) EXPECT_EQ(j.state(), JobState::kSucceeded) << j.id();
+  EXPECT_TRUE(store.load_reservations().empty());
+  EXPECT_FALSE(store.load_history().empty());
+}
+
+TEST(ServiceSimulation, JobsThatAreNotWholeServersAreRefused) {
+  Scenario s(128, 3);
+  s.trace.front().gpus = 3;
+  EXPECT_THROW(replay_through_scheduler(s.trace, s.config, s.catalog, {}), std::runtime_error);
+}
+
+}  // namespace
