@@ -52,19 +52,7 @@ std::string last_line(std::string s) {
   return s;
 }
 
-// The worker's configuration error in a log tail (the last line starting
-// with greenshard::kConfigErrorPrefix, without it); "" when none.
-std::string config_error_line(const std::string& text) {
-  const std::string prefix = greenshard::kConfigErrorPrefix;
-  std::string found;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size()) found = line.substr(prefix.size());
-  }
-  if (found.size() > 512) found = found.substr(0, 509) + "...";
-  return found;
-}
+
 
 class KubernetesExecutor final : public Executor {
  public:
@@ -427,7 +415,7 @@ class KubernetesExecutor final : public Executor {
           v.failure_is_config = exit == 2;
           // Exit 2: the worker's own words (its config error line) when the
           // log tail holds them.
-          std::string line = exit == 2 ? config_error_line(msg) : "";
+          std::string line = exit == 2 ? greenshard::config_error_in(msg) : "";
           if (line.empty()) line = last_line(msg);
           if (!line.empty()) v.failure += ": " + line;
         }

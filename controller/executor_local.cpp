@@ -115,15 +115,7 @@ std::string worker_config_error(const std::string& log_path) {
   // Earlier attempts' lines stay in the (appended) log: start at this one's banner.
   const size_t banner = text.rfind(kAttemptBanner);
   if (banner != std::string::npos) text.erase(0, banner);
-  const std::string prefix = greenshard::kConfigErrorPrefix;
-  std::string found;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size()) found = line.substr(prefix.size());
-  }
-  if (found.size() > kMaxMessage) found = found.substr(0, kMaxMessage - 3) + "...";
-  return found;
+  return greenshard::config_error_in(text, kMaxMessage);
 }
 
 struct Rank {

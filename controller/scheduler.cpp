@@ -294,6 +294,19 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   std::unordered_map<std::string, Fn> changes;
   std::vector<DecisionRecord> decisions;
   learn_load(now);
+  // A PENDING job that waits: counted every cycle, recorded once per reason.
+  auto defer = [&](const Job& j, DecisionRecord rec, const std::string& why) {
+    rep.deferred++;
+    if (j.runtime.value("deferred", "") == why) return;
+    rec.outcome = "deferred";
+    rec.explanation = why;
+    decisions.push_back(rec);
+    if (metrics_) metrics_->decision(policy, "deferred");
+    changes[j.id()] = [why](Job& job) {
+      job.runtime["deferred"] = why;
+      return true;
+    };
+  };
 
   // 1. What to plan: every PENDING job; when a re-plan is due, also every
   //    SCHEDULED job whose first window has not opened (its reservation is
@@ -408,18 +421,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         continue;
       }
       if (now_ok.empty()) {
-        rep.deferred++;
-        const std::string why = "waiting for intensity data" + why_not;
-        if (j.state() == JobState::kPending && j.runtime.value("deferred", "") != why) {
-          rec.outcome = "deferred";
-          rec.explanation = why;
-          decisions.push_back(rec);
-          if (metrics_) metrics_->decision(policy, "deferred");
-          changes[j.id()] = [why](Job& job) {
-            job.runtime["deferred"] = why;
-            return true;
-          };
-        }
+        if (j.state() == JobState::kPending) defer(j, rec, "waiting for intensity data" + why_not);
         continue;
       }
       carbon::Job c;
@@ -498,7 +500,6 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       const bool was_scheduled = j.state() == JobState::kScheduled;
       DecisionRecord rec{cyc, j.id(), now, "", r.decision.region, policy, r.decision.explanation};
       if (r.outcome == carbon::PassOutcome::kUnplaced) {
-        rep.deferred++;
         const std::string why = "waiting for capacity: " + r.decision.reason;
         if (was_scheduled) {
           rep.requeued++;
@@ -508,15 +509,8 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
           changes[j.id()] = [now, why](Job& job) {
             return job.transition(JobState::kPending, "Replanned", "its plan no longer fits; " + why, now);
           };
-        } else if (j.runtime.value("deferred", "") != why) {
-          rec.outcome = "deferred";
-          rec.explanation = why;
-          decisions.push_back(rec);
-          if (metrics_) metrics_->decision(policy, "deferred");
-          changes[j.id()] = [why](Job& job) {
-            job.runtime["deferred"] = why;
-            return true;
-          };
+        } else {
+          defer(j, rec, why);
         }
         continue;
       }

@@ -375,4 +375,16 @@ std::map<std::string, std::string> environment_map() {
   return env;
 }
 
+std::string config_error_in(const std::string& text, size_t max_bytes) {
+  const std::string prefix = kConfigErrorPrefix;
+  std::string found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size()) found = line.substr(prefix.size());
+  }
+  if (found.size() > max_bytes) found = found.substr(0, max_bytes >= 3 ? max_bytes - 3 : 0) + "...";
+  return found;
+}
+
 }  // namespace greenshard

@@ -27,6 +27,11 @@ struct ConfigError : std::invalid_argument {
 // stderr starting with this; the local executor reads that line back into
 // the job's failure_reason (docs/worker-controller.md).
 inline constexpr const char* kConfigErrorPrefix = "greenshard-worker: config error: ";
+// The worker's configuration error in a log text: the last line starting
+// with kConfigErrorPrefix, without the prefix, cut to at most `max_bytes`
+// (ending "..."); "" when there is none. The executors (local log files,
+// Kubernetes termination messages) read it back with this.
+std::string config_error_in(const std::string& log_text, size_t max_bytes = 512);
 
 struct JobConfig {
   struct Model {
