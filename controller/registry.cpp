@@ -256,4 +256,9 @@ int64_t Registry::size() const {
   return int64_t(jobs_.size());
 }
 
+int64_t Registry::live_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return int64_t(live_seq_.size());
+}
+
 }  // namespace controller

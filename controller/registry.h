@@ -93,6 +93,8 @@ class Registry {
   // from the store's reservations table, then kept in step with each write.
   std::vector<Reservation> reservations() const;
   int64_t size() const;
+  // Jobs not in an ended state (O(1)).
+  int64_t live_count() const;
 
   const Clock& clock() const { return clock_; }
   Store& store() const { return store_; }

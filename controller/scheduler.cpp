@@ -25,14 +25,16 @@ int64_t floor_hour_ms(int64_t ms) { return (ms >= 0 ? ms / kHourMs : (ms - kHour
 carbon::Time to_time(int64_t ms) { return carbon::from_unix(ms >= 0 ? ms / 1000 : (ms - 999) / 1000); }
 int64_t to_ms(carbon::Time t) { return carbon::to_unix(t) * 1000; }
 
-// Applies per-job changes in one store transaction.
-void apply(Registry& reg, std::unordered_map<std::string, Fn>& changes,
-           const std::vector<DecisionRecord>& decisions = {}) {
-  if (changes.empty() && decisions.empty()) return;
+// Applies per-job changes in one store transaction; returns the ids of the
+// jobs that changed.
+std::set<std::string> apply(Registry& reg, std::unordered_map<std::string, Fn>& changes,
+                            const std::vector<DecisionRecord>& decisions = {}) {
+  if (changes.empty() && decisions.empty()) return {};
   std::vector<std::string> ids;
   for (auto& [id, fn] : changes) ids.push_back(id);
-  reg.update_many(ids, [&](Job& j) { return changes.at(j.id())(j); }, decisions);
+  auto changed = reg.update_many(ids, [&](Job& j) { return changes.at(j.id())(j); }, decisions);
   changes.clear();
+  return {changed.begin(), changed.end()};
 }
 
 void take_summary(Job& j, const nlohmann::json& s) {
@@ -278,10 +280,11 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
       }
     }
   }
-  apply(registry_, changes);
-  // Refresh our copies with what was persisted.
+  // Refresh our copies of the jobs that changed with what was persisted.
+  const std::set<std::string> changed = apply(registry_, changes);
   for (Job& j : jobs)
-    if (auto fresh = registry_.get(j.id())) j = *fresh;
+    if (changed.count(j.id()))
+      if (auto fresh = registry_.get(j.id())) j = *fresh;
 }
 
 void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions,
@@ -542,9 +545,9 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       };
     }
   }
-  apply(registry_, changes, decisions);
+  const std::set<std::string> changed = apply(registry_, changes, decisions);
   for (Job& j : jobs)
-    if (j.state() == JobState::kPending || released.count(j.id()))
+    if (changed.count(j.id()))
       if (auto fresh = registry_.get(j.id())) j = *fresh;
 
   // 7. This hour's realized load (what capacity pricing learns from).

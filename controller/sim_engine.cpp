@@ -136,9 +136,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
     clock.set_ms(t);
     sched.cycle();
     ++cycles;
-    finished = 0;
-    for (auto [state, n] : registry.count_by_state())
-      if (is_terminal(state)) finished += size_t(n);
+    finished = next - size_t(registry.live_count());
     ++hours;
     if (options.progress && hours % (24 * 7) == 0)
       std::fprintf(stderr, "service simulation: %s, %zu/%zu submitted, %zu finished\n",
