@@ -352,6 +352,7 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
   add("GREENSHARD_JOB_ID", g.job_id);
   add("GREENSHARD_CHECKPOINT_DIR", "/checkpoints/" + g.job_id);
   add("GREENSHARD_SUMMARY_PATH", "/checkpoints/" + g.job_id + "/summary.json");
+  add("GREENSHARD_TERMINATION_LOG", "/dev/termination-log");  // the executor reads how the gang ended
   add("GREENSHARD_METRICS_PORT", "9400");
   add("GREENSHARD_REGION", g.region);
   add("GREENSHARD_GRID_INTENSITY", std::to_string(g.intensity));

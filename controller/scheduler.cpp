@@ -243,7 +243,21 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
           };
           break;
         }
-        [[fallthrough]];
+        // Preempted by the cluster (eviction, Kueue), not by us: the gang
+        // checkpointed and exited 0. It restarts from that checkpoint after
+        // the first backoff, without using up a restart: nothing failed.
+        rep.recovering++;
+        changes[j.id()] = [now, st, delay = backoff_ms(1)](Job& job) {
+          take_summary(job, st.summary);
+          if (!job.transition(JobState::kRecovering, "Preempted",
+                              "preempted by the cluster after a checkpoint; restarting from it in " +
+                                  std::to_string(delay) + " ms (no restart used)",
+                              now))
+            return false;
+          job.next_attempt_ms = now + delay;
+          return true;
+        };
+        break;
       case GangPhase::kFailed:
       case GangPhase::kUnknown:
       case GangPhase::kConfigError: {

@@ -10,7 +10,9 @@
 //             max_restarts / on a worker config error (exit 2); an
 //             interruptible job whose window closed is told to checkpoint
 //             and stop, then ->SUSPENDED (in the same cycle when the gang is
-//             already down when polled again);
+//             already down when polled again); a gang the cluster preempted
+//             (it checkpointed, exited 0) ->RECOVERING without using a
+//             restart;
 //   order     pending jobs by priority (desc) then age (Registry::live_jobs);
 //   place     every PENDING job -- and, every replan_period, every
 //             SCHEDULED job whose first window has not opened, its

@@ -90,6 +90,10 @@ struct JobConfig {
   std::string device = "auto";   // auto | cpu | cuda (worker/device.h)
   double peak_flops = 0;         // per rank, for MFU; 0 = from the device
   std::string summary_path;
+  // Kubernetes terminationMessagePath: rank 0 also writes a compact summary
+  // there (state, steps, tokens, energy, grams; < 4096 bytes) so the
+  // controller learns how the gang ended without reading the volume.
+  std::string termination_log;
   std::string job_id = "greenshard";
   std::string export_path;       // consolidated state dict at the end ("" = none)
   std::string export_format = "libtorch";  // libtorch | torch_save

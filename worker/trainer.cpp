@@ -573,6 +573,14 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
       std::ofstream(tmp) << summary.dump(2) << "\n";
       fs::rename(tmp, cfg.summary_path);
     }
+    if (!cfg.termination_log.empty()) {
+      // Kubernetes keeps at most 4096 bytes of it: the fields the controller reads.
+      json brief = json::object();
+      for (const char* k : {"state", "steps", "tokens", "final_val_loss", "energy_joules", "operational_grams",
+                            "embodied_grams"})
+        if (summary.contains(k)) brief[k] = summary[k];
+      std::ofstream(cfg.termination_log, std::ios::trunc) << brief.dump() << "\n";
+    }
     say("done: " + final_state + ", " + std::to_string(st.step) + " steps, loss " + std::to_string(last_loss) +
         ", energy " + std::to_string(st.energy_j / 3600.0) + " Wh, " + std::to_string(st.operational_g) +
         " g operational + " + std::to_string(st.embodied_g) + " g embodied CO2e");

@@ -369,3 +369,27 @@ TEST(SchedulerPlacement, TheRegionsHardwareAddsItsServersEmbodiedGramsToThePlan)
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SchedulerPlacement, AGangPreemptedByTheClusterRestartsWithoutUsingARestart) {
+  SchedulerOptions so;
+  so.backoff_base_ms = 1000;
+  Core core("regions:\n  - {name: DE, nodes: 1, intensity: 300}\n", so);
+  const std::string id = core.submit({{"regions", {"DE"}}, {"max_restarts", 0}});
+  core.sched->cycle();
+  ASSERT_EQ(core.job(id).state(), JobState::kRunning);
+  core.fake.script(id, {FakeExecutor::status(GangPhase::kPreempted, "evicted", {{"state", "preempted"}}),
+                        FakeExecutor::status(GangPhase::kRunning)});
+  core.sched->cycle();
+  Job j = core.job(id);
+  ASSERT_EQ(j.state(), JobState::kRecovering);  // with max_restarts 0 a failure would be FAILED
+  EXPECT_EQ(j.recovery_count, 0);
+  EXPECT_EQ(j.conditions().back().reason, "Preempted");
+  core.clock.advance_ms(1000);
+  core.sched->cycle();
+  EXPECT_EQ(core.job(id).state(), JobState::kRunning);
+  EXPECT_EQ(core.fake.starts().size(), 2u);
+}
+
+}  // namespace

@@ -116,7 +116,7 @@ TEST(Spec, TrainIsRequiredAndEnvironmentThenFlagsOverrideTheFile) {
   greenshard::apply_config_text(back, js, "printed");
   EXPECT_EQ(back.carbon.region, "SE");
   EXPECT_EQ(back.metrics.port, 9400);
-  EXPECT_EQ(greenshard::config_fields().size(), 55u) << "--help documents every field";
+  EXPECT_EQ(greenshard::config_fields().size(), 56u) << "--help documents every field";
 }
 
 TEST(Spec, TheShardingStrategiesTheWorkerAcceptsAreExactlyShards) {

@@ -154,7 +154,8 @@ TEST(Worker, KilledRankResumesFromTheNewestDoneCheckpointBitwiseEqualToAnUninter
 
 TEST(Worker, SigtermCheckpointsExitsZeroAndTheNextRunContinues) {
   Job job(2000);
-  gstest::Background launcher(job.args(2), {{"OMP_NUM_THREADS", "1"}});
+  const std::string termination_log = job.dir.file("termination-log");
+  gstest::Background launcher(job.args(2), {{"OMP_NUM_THREADS", "1"}, {"GREENSHARD_TERMINATION_LOG", termination_log}});
   ASSERT_TRUE(wait_for([&] { return job.done(10) || !launcher.running(); }, 120s));
   ASSERT_TRUE(launcher.running());
   kill(launcher.pid(), SIGTERM);  // as Kubernetes does; the launcher forwards it
@@ -163,6 +164,15 @@ TEST(Worker, SigtermCheckpointsExitsZeroAndTheNextRunContinues) {
   EXPECT_NE(r.output.find("preempted"), std::string::npos) << r.output;
   auto s = job.summary();
   EXPECT_EQ(s["state"], "preempted");
+  // The compact copy Kubernetes reports as the container's termination message.
+  std::ifstream tl(termination_log);
+  const std::string brief_text((std::istreambuf_iterator<char>(tl)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(brief_text.empty());
+  EXPECT_LT(brief_text.size(), 4096u);
+  const json brief = json::parse(brief_text);
+  EXPECT_EQ(brief["state"], "preempted");
+  EXPECT_EQ(brief["steps"], s["steps"]);
+  EXPECT_EQ(brief["operational_grams"], s["operational_grams"]);
   const int stopped = s["steps"].get<int>();
   EXPECT_GE(stopped, 10);
   EXPECT_LT(stopped, 2000);
