@@ -154,8 +154,6 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
     s.name = r.name;
     s.pue = r.pue;
     s.capacity_nodes = r.nodes;
-    auto it = used.find(r.name);
-    s.free_nodes = std::max(0, r.nodes - (it == used.end() ? 0 : it->second));
     s.gpus_per_node = r.gpus_per_node;
     s.hardware = r.hardware;
     s.executor = r.executor;
@@ -169,7 +167,6 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
       }
       if (s.forecast.empty()) {
         s.intensity_now = std::numeric_limits<double>::quiet_NaN();
-        s.free_nodes = 0;
       } else {
         // The value in force (measured or replayed), not the forecaster's
         // estimate of this hour; placement plans with s.forecast.
@@ -187,7 +184,15 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
     }
     out.push_back(std::move(s));
   }
+  set_free_nodes(out, used);
   return out;
+}
+
+void set_free_nodes(std::vector<RegionSnapshot>& regions, const std::map<std::string, int>& used) {
+  for (auto& s : regions) {
+    auto it = used.find(s.name);
+    s.free_nodes = std::isnan(s.intensity_now) ? 0 : std::max(0, s.capacity_nodes - (it == used.end() ? 0 : it->second));
+  }
 }
 
 double intensity_in_force(const RegionConfig& r, int64_t now_ms, const IntensitySource* source) {

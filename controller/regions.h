@@ -114,6 +114,10 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
                                              const std::map<std::string, int>& used_nodes,
                                              int64_t now_ms, int horizon_h = 48,
                                              const IntensitySource* source = nullptr);
+// Sets each snapshot's free_nodes: capacity minus `used_nodes`, never below
+// 0; 0 for a region without an intensity now (NaN: it takes no new job).
+// snapshot_regions applies it; the scheduler again once gangs have ended.
+void set_free_nodes(std::vector<RegionSnapshot>& regions, const std::map<std::string, int>& used_nodes);
 
 // The intensity in force in a region at now_ms: `zone:` regions
 // source->current() (throws when the source has none, or there is no

@@ -37,6 +37,14 @@ std::set<std::string> apply(Registry& reg, std::unordered_map<std::string, Fn>& 
   return {changed.begin(), changed.end()};
 }
 
+// Nodes held by active gangs, per region.
+std::map<std::string, int> used_nodes(const std::vector<Job>& jobs) {
+  std::map<std::string, int> used;
+  for (const Job& j : jobs)
+    if (is_active(j.state()) && j.placement) used[j.placement->region] += j.spec().nodes;
+  return used;
+}
+
 void take_summary(Job& j, const nlohmann::json& s) {
   if (!s.is_object()) return;
   auto& p = j.progress;
@@ -132,22 +140,15 @@ CycleReport Scheduler::cycle() {
 
   // snapshot
   std::vector<Job> jobs = registry_.live_jobs(opt_.max_pending_per_cycle);
-  std::map<std::string, int> used;
-  for (const Job& j : jobs)
-    if (is_active(j.state()) && j.placement) used[j.placement->region] += j.spec().nodes;
-  std::vector<RegionSnapshot> regions = snapshot_regions(regions_, used, clock_.now_ms(), horizon_h(), opt_.intensity);
+  std::vector<RegionSnapshot> regions =
+      snapshot_regions(regions_, used_nodes(jobs), clock_.now_ms(), horizon_h(), opt_.intensity);
   if (metrics_)
     for (const auto& r : regions) metrics_->set_intensity(r.name, r.intensity_now);
   phase("snapshot");
 
   observe(jobs, rep);
   // Gangs that ended (or were suspended) in observe free their nodes now.
-  used.clear();
-  for (const Job& j : jobs)
-    if (is_active(j.state()) && j.placement) used[j.placement->region] += j.spec().nodes;
-  for (auto& r : regions)
-    if (!std::isfinite(r.intensity_now) && r.free_nodes == 0) continue;  // no data: takes nothing
-    else r.free_nodes = std::max(0, r.capacity_nodes - (used.count(r.name) ? used[r.name] : 0));
+  set_free_nodes(regions, used_nodes(jobs));
   phase("observe");
 
   // order: Registry::live_jobs returns pending jobs by priority then age;

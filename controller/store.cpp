@@ -71,6 +71,17 @@ struct Stmt {
   }
 };
 
+// Every row of a prepared query, each turned into a T by row(st); throws
+// StoreError when the read stops on an error.
+template <class T, class F>
+std::vector<T> read_rows(sqlite3* db, Stmt& st, F row) {
+  std::vector<T> out;
+  int rc;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) out.push_back(row(st));
+  if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db));
+  return out;
+}
+
 }  // namespace
 
 Store::Store(const std::string& path) : path_(path) {
@@ -295,34 +306,27 @@ std::vector<DecisionRecord> Store::decisions(const std::string& job_id, size_t n
           "WHERE job_id=? ORDER BY id DESC LIMIT ?) ORDER BY id;");
   st.text(1, job_id);
   st.i64(2, newest >= size_t(INT64_MAX) ? int64_t(-1) : int64_t(newest));  // -1: no limit
-  std::vector<DecisionRecord> out;
-  while (sqlite3_step(st.s) == SQLITE_ROW)
-    out.push_back({sqlite3_column_int64(st.s, 0), st.col_text(1), sqlite3_column_int64(st.s, 2),
-                   st.col_text(3), st.col_text(4), st.col_text(5), st.col_text(6)});
-  return out;
+  return read_rows<DecisionRecord>(db_, st, [](Stmt& r) {
+    return DecisionRecord{sqlite3_column_int64(r.s, 0), r.col_text(1), sqlite3_column_int64(r.s, 2),
+                          r.col_text(3), r.col_text(4), r.col_text(5), r.col_text(6)};
+  });
 }
 
 std::vector<Reservation> Store::load_reservations() {
   std::lock_guard<std::mutex> dl(db_mu_);
   Stmt st(db_, "SELECT job_id, region, start_ms, end_ms, nodes FROM reservations ORDER BY job_id, start_ms;");
-  std::vector<Reservation> out;
-  int rc;
-  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
-    out.push_back({st.col_text(0), st.col_text(1), sqlite3_column_int64(st.s, 2), sqlite3_column_int64(st.s, 3),
-                   sqlite3_column_int(st.s, 4)});
-  if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db_));
-  return out;
+  return read_rows<Reservation>(db_, st, [](Stmt& r) {
+    return Reservation{r.col_text(0), r.col_text(1), sqlite3_column_int64(r.s, 2), sqlite3_column_int64(r.s, 3),
+                       sqlite3_column_int(r.s, 4)};
+  });
 }
 
 std::vector<LoadSample> Store::load_history() {
   std::lock_guard<std::mutex> dl(db_mu_);
   Stmt st(db_, "SELECT hour_ms, busy_nodes, capacity_nodes FROM load_history ORDER BY hour_ms;");
-  std::vector<LoadSample> out;
-  int rc;
-  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
-    out.push_back({sqlite3_column_int64(st.s, 0), sqlite3_column_double(st.s, 1), sqlite3_column_double(st.s, 2)});
-  if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db_));
-  return out;
+  return read_rows<LoadSample>(db_, st, [](Stmt& r) {
+    return LoadSample{sqlite3_column_int64(r.s, 0), sqlite3_column_double(r.s, 1), sqlite3_column_double(r.s, 2)};
+  });
 }
 
 int64_t Store::commits() const {
