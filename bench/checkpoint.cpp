@@ -1,17 +1,45 @@
-// bench checkpoint: sharded checkpoint save and load throughput per rank on
-// local disk, and resharding on load (2 -> 4 ranks), against the disk's own
-// sequential write speed measured in the same run (write + fsync of one file
-// as large as all ranks' shards together, per rank). Ranks are real processes (this binary,
-// re-executed) talking Gloo on loopback. Before every load the checkpoint's
-// files are dropped from the page cache (posix_fadvise DONTNEED), so loads
-// read the disk.
+// bench checkpoint: sharded checkpoints (shard/checkpoint.h) on this machine.
+// Ranks are real processes (this binary, re-executed) talking Gloo on
+// loopback; every number below comes from the same run.
+//
+//   * disk write+fsync: the disk's own sequential write rate. One process
+//     writes (8 MiB O_DIRECT blocks; through the page cache where the file
+//     system refuses O_DIRECT) and fsyncs one file as large as all ranks'
+//     shards together, before and after the saves (median).
+//   * save: synchronous saves (CheckpointOptions::async = false), after one
+//     untimed save that allocates the staging image. Time = the slowest
+//     rank's save_checkpoint. save_vs_disk = all ranks' rank_<r>.bin bytes
+//     per second of save / the disk probe's rate (goal >= 0.8).
+//   * async save stall: the same rank processes train the bench's GPT
+//     (zero_grad, forward, backward, AdamW step, check_checkpoint) for K
+//     steps without a save, and K steps with an async save issued before the
+//     first step plus the final wait_for_checkpoint (time still spent
+//     waiting counts as lost); alternating, repeated, median of each. K is
+//     picked so K steps last about twice the sync save. stall = with -
+//     without; async_stall_vs_sync = stall / the sync save's time (goal
+//     <= 0.10). The staging copy alone (the time save_checkpoint(async)
+//     took to return) and the final wait are printed as well.
+//   * load (same world) and load resharded (ranks -> reshard-ranks): the
+//     checkpoint's files are dropped from the page cache (posix_fadvise
+//     DONTNEED) before every load, so loads read the disk.
+//     reshard_read_vs_needed = all ranks' LoadedCheckpoint::bytes_read / all
+//     ranks' bytes_needed for the resharded load (goal <= 1.1).
+//   * save to S3: the same synchronous save to s3://ckpt/bench on a real
+//     S3 server (s3rver, a Node process on 127.0.0.1, started and stopped by
+//     this bench; tests/shard/s3_server.h). s3_save_vs_local = local save
+//     time / S3 save time (no goal). Without node or the s3rver packages
+//     (scripts/install_s3_tools.sh) it prints s3_save_vs_local=nan and why.
 //
 //   scripts/bench.sh checkpoint [--ranks 2] [--reshard-ranks 4] [--layers 16]
 //                               [--embd 512] [--repeat 3] [--dir DIR]
+//
+// --dir DIR: the bench works in a fresh DIR/gs_bench_ckpt_<pid> (default:
+// under the temp directory) and removes it at the end.
 #include "shard/checkpoint.h"
 #include "shard/fully_shard.h"
 #include "shard/launch.h"
 #include "shard/rendezvous.h"
+#include "shard/s3_server.h"  // tests/shard: the s3rver fixture
 #include "worker/model.h"
 
 #include <torch/torch.h>
@@ -20,12 +48,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,13 +68,20 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+constexpr int64_t kVocab = 8192;
+// The training step of the async measurement: batch x sequence tokens.
+constexpr int64_t kTrainBatch = 1, kTrainSeq = 32;
+
 struct Args {
   int ranks = 2, reshard_ranks = 4, layers = 16, embd = 512, repeat = 3;
   std::string dir;
 };
 
 [[noreturn]] void usage(const std::string& msg) {
-  std::fprintf(stderr, "bench_checkpoint: %s\n", msg.c_str());
+  std::fprintf(stderr,
+               "bench_checkpoint: %s\nusage: bench_checkpoint [--ranks N] [--reshard-ranks N] [--layers N] "
+               "[--embd N] [--repeat N] [--dir DIR]\n",
+               msg.c_str());
   std::exit(2);
 }
 
@@ -49,23 +90,30 @@ Args parse(int argc, char** argv) {
   std::map<std::string, int*> ints{{"--ranks", &a.ranks}, {"--reshard-ranks", &a.reshard_ranks},
                                    {"--layers", &a.layers}, {"--embd", &a.embd}, {"--repeat", &a.repeat}};
   for (int i = 1; i < argc; ++i) {
-    std::string f = argv[i];
+    const std::string f = argv[i];
+    auto it = ints.find(f);
+    if (f != "--dir" && it == ints.end()) usage("unknown flag " + f);
     if (i + 1 >= argc) usage("missing value for " + f);
+    const std::string v = argv[++i];
     if (f == "--dir") {
-      a.dir = argv[++i];
+      if (v.empty()) usage("--dir must not be empty");
+      a.dir = v;
       continue;
     }
-    auto it = ints.find(f);
-    if (it == ints.end()) usage("unknown flag " + f);
-    *it->second = std::atoi(argv[++i]);
-    if (*it->second < 1) usage(f + " must be >= 1");
+    errno = 0;
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno == ERANGE || n < 1 || n > INT_MAX)
+      usage(f + " must be a whole number >= 1, not '" + v + "'");
+    *it->second = static_cast<int>(n);
   }
+  if (a.embd % std::max(1, a.embd / 64) != 0) usage("--embd must be divisible by its head count (embd / 64)");
   return a;
 }
 
 greenshard::GPTConfig model_config(const Args& a) {
   greenshard::GPTConfig c;
-  c.vocab_size = 8192;
+  c.vocab_size = kVocab;
   c.block_size = 64;
   c.n_layer = a.layers;
   c.n_embd = a.embd;
@@ -73,14 +121,43 @@ greenshard::GPTConfig model_config(const Args& a) {
   return c;
 }
 
-double max_across(shard::Rendezvous& rdzv, double v) {
+at::Tensor gather(shard::Rendezvous& rdzv, double v) {
   at::Tensor t = at::full({1}, v, at::kDouble);
   at::Tensor all = at::empty({rdzv.world_size()}, at::kDouble);
   rdzv.world()->all_gather_into(all, t)->wait();
-  return all.max().item<double>();
+  return all;
+}
+double max_across(shard::Rendezvous& rdzv, double v) { return gather(rdzv, v).max().item<double>(); }
+double sum_across(shard::Rendezvous& rdzv, double v) { return gather(rdzv, v).sum().item<double>(); }
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-// ---- one rank: GS_BENCH_MODE = save | load ----
+// Rank 0 prints "ROW what world v0 v1 ..." lines; the launcher collects them.
+void row_line(const shard::Rendezvous& rdzv, const std::string& what, const std::vector<double>& v) {
+  if (rdzv.rank() != 0) return;
+  std::string s = "ROW " + what + " " + std::to_string(rdzv.world_size());
+  char buf[64];
+  for (double x : v) {
+    std::snprintf(buf, sizeof buf, " %.9g", x);
+    s += buf;
+  }
+  std::printf("%s\n", s.c_str());
+  std::fflush(stdout);
+}
+
+// ---- one rank: GS_BENCH_MODE = save | s3save | load ----
+//   save:   ROW save W max_rank_bytes seconds total_bytes         (per sync save)
+//           ROW step W seconds                                    (a training step, warm)
+//           ROW async W K seconds_without seconds_with staging_s wait_s   (per round)
+//   s3save: ROW s3save W 0 seconds 0                              (per sync save; the sizes
+//           are the local save's: the same image)
+//   load:   ROW load W max_rank_bytes seconds saved_world bytes_read_all bytes_needed_all total_bytes
 int run_rank(const Args& a, const std::string& mode, const std::string& root) {
   at::set_num_threads(1);
   auto info = shard::rendezvous_info_from_env();
@@ -93,57 +170,189 @@ int run_rank(const Args& a, const std::string& mode, const std::string& root) {
   o.sync_module_states = false;
   shard::FullyShardedModel fsdp(model.ptr(), rdzv, o);
   torch::optim::AdamW opt(fsdp.parameters(), torch::optim::AdamWOptions(1e-4));
-  if (mode == "save") {
-    // One step, so AdamW has its moments (checkpointed with the parameters).
-    auto x = at::randint(0, 8192, {1, 16}, at::kLong);
-    model->loss(model->forward(x), x).backward();
+  auto barrier = [&] { rdzv->world()->barrier()->wait(); };
+
+  const auto x = at::randint(0, kVocab, {kTrainBatch, kTrainSeq}, at::kLong);
+  const auto y = at::randint(0, kVocab, {kTrainBatch, kTrainSeq}, at::kLong);
+  auto train_step = [&] {
+    opt.zero_grad();
+    model->loss(model->forward(x), y).backward();
     opt.step();
+    shard::check_checkpoint(fsdp);
+  };
+
+  // Synchronous saves: one untimed (it allocates the staging image, as the
+  // first save of a training run does), then `repeat` timed.
+  auto sync_saves = [&](const std::string& what, int64_t first_step) {
+    std::vector<double> secs;
+    shard::CheckpointOptions co;
+    co.keep_last = 1;
+    shard::save_checkpoint(fsdp, &opt, root, first_step, "", co);
     for (int r = 0; r < a.repeat; ++r) {
-      rdzv->world()->barrier()->wait();
-      auto t0 = Clock::now();
-      shard::CheckpointOptions co;
-      co.keep_last = 1;
-      const std::string dir = shard::save_checkpoint(fsdp, &opt, root, r + 1, "", co);
-      double s = max_across(*rdzv, std::chrono::duration<double>(Clock::now() - t0).count());
-      auto bytes = static_cast<double>(fs::file_size(fs::path(dir) / ("rank_" + std::to_string(info.rank) + ".bin")));
-      double all_bytes = max_across(*rdzv, bytes);
-      if (info.rank == 0) std::printf("ROW save %d %.0f %.6f\n", info.world_size, all_bytes, s);
+      barrier();
+      const auto t0 = Clock::now();
+      const std::string dir = shard::save_checkpoint(fsdp, &opt, root, first_step + 1 + r, "", co);
+      const double s = max_across(*rdzv, seconds_since(t0));
+      // (S3: the same image as the local save's file; the parent takes its size from there.)
+      double bytes = 0;
+      if (root.rfind("s3://", 0) != 0)
+        bytes = static_cast<double>(fs::file_size(fs::path(dir) / ("rank_" + std::to_string(info.rank) + ".bin")));
+      row_line(*rdzv, what, {max_across(*rdzv, bytes), s, sum_across(*rdzv, bytes)});
+      secs.push_back(s);
     }
+    return median(secs);
+  };
+
+  if (mode == "debug") {
+    train_step();
+    for (int64_t seq : {8, 32}) {
+      const auto xs = at::randint(0, kVocab, {1, seq}, at::kLong);
+      for (int i = 0; i < 3; ++i) {
+        barrier();
+        auto t0 = Clock::now();
+        opt.zero_grad();
+        auto out = model->forward(xs);
+        auto loss = model->loss(out, xs);
+        double f = seconds_since(t0);
+        loss.backward();
+        double b = seconds_since(t0);
+        opt.step();
+        double st = seconds_since(t0);
+        if (info.rank == 0) std::printf("DBG seq %ld fwd %.3f bwd %.3f opt %.3f\n", (long)seq, f, b - f, st - b);
+      }
+    }
+    shard::CheckpointOptions co;
+    co.keep_last = 1;
+    shard::save_checkpoint(fsdp, &opt, root, 1, "", co);
+    for (int rep = 0; rep < 3; ++rep) {
+      for (bool with : {false, true}) {
+        barrier();
+        auto t0 = Clock::now();
+        if (with) {
+          co.async = true;
+          shard::save_checkpoint(fsdp, &opt, root, 10 + rep, "", co);
+        }
+        double stg = seconds_since(t0);
+        std::string steps;
+        for (int k = 0; k < 4; ++k) {
+          auto s0 = Clock::now();
+          train_step();
+          steps += " " + std::to_string(seconds_since(s0));
+        }
+        auto w0 = Clock::now();
+        shard::wait_for_checkpoint(fsdp);
+        double w = seconds_since(w0);
+        if (info.rank == 0) std::printf("DBG with=%d staging %.3f steps%s wait %.3f total %.3f\n", with, stg, steps.c_str(), w, seconds_since(t0));
+      }
+      barrier();
+      co.async = false;
+      auto t0 = Clock::now();
+      shard::save_checkpoint(fsdp, &opt, root, 20 + rep, "", co);
+      if (info.rank == 0) std::printf("DBG sync save %.3f\n", seconds_since(t0));
+    }
+    std::fflush(stdout);
+    barrier();
+    return 0;
+  }
+  if (mode == "save" || mode == "s3save") {
+    train_step();  // AdamW has its moments (checkpointed with the parameters)
+    const double sync_s = sync_saves(mode, 1);
+    if (mode == "s3save") {
+      barrier();
+      return 0;
+    }
+
+    // Training with an async save in flight vs without.
+    std::vector<double> steps;
+    for (int i = 0; i < 3; ++i) {
+      barrier();
+      const auto t0 = Clock::now();
+      train_step();
+      steps.push_back(max_across(*rdzv, seconds_since(t0)));
+    }
+    const double step_s = median(steps);
+    row_line(*rdzv, "step", {step_s});
+    // Every rank computes the same K from the same (gathered) numbers.
+    const int K = static_cast<int>(std::clamp(std::ceil(2.0 * sync_s / step_s), 3.0, 200.0));
+    const std::string async_root = root + "_async";
+    int64_t async_step = 1000;
+    auto run_k = [&](bool with_save, double& staging_s, double& wait_s) {
+      barrier();
+      const auto t0 = Clock::now();
+      if (with_save) {
+        shard::CheckpointOptions co;
+        co.keep_last = 1;
+        co.async = true;
+        shard::save_checkpoint(fsdp, &opt, async_root, async_step++, "", co);
+      }
+      const double staged = seconds_since(t0);
+      for (int k = 0; k < K; ++k) train_step();
+      const auto w0 = Clock::now();
+      if (with_save) shard::wait_for_checkpoint(fsdp);
+      const double waited = seconds_since(w0);
+      const double total = max_across(*rdzv, seconds_since(t0));
+      staging_s = max_across(*rdzv, with_save ? staged : 0.0);
+      wait_s = max_across(*rdzv, with_save ? waited : 0.0);
+      return total;
+    };
+    // One async save first, untimed: the saver's thread and staging image
+    // are warm, as in a training run that saves periodically.
+    {
+      double s0 = 0, w0 = 0;
+      run_k(true, s0, w0);
+    }
+    const int rounds = std::max(5, 2 * a.repeat + 1);
+    for (int r = 0; r < rounds; ++r) {
+      double s_without = 0, s_with = 0, staging = 0, waited = 0, unused = 0;
+      if (r % 2 == 0) {  // alternate the order: drift cancels
+        s_without = run_k(false, unused, unused);
+        s_with = run_k(true, staging, waited);
+      } else {
+        s_with = run_k(true, staging, waited);
+        s_without = run_k(false, unused, unused);
+      }
+      row_line(*rdzv, "async", {static_cast<double>(K), s_without, s_with, staging, waited});
+    }
+    barrier();
+    if (info.rank == 0) fs::remove_all(async_root);
   } else {
     const std::string dir = shard::latest_checkpoint(root);
-    rdzv->world()->barrier()->wait();
-    auto t0 = Clock::now();
+    barrier();
+    const auto t0 = Clock::now();
     auto loaded = shard::load_checkpoint(fsdp, &opt, dir);
-    double s = max_across(*rdzv, std::chrono::duration<double>(Clock::now() - t0).count());
+    const double s = max_across(*rdzv, seconds_since(t0));
     int64_t mine = 0;
     for (auto& p : fsdp.parameters()) mine += p.numel() * 4 * 3;  // params + two moments
-    double bytes = max_across(*rdzv, static_cast<double>(mine));
-    if (info.rank == 0) std::printf("ROW load %d %.0f %.6f %d\n", info.world_size, bytes, s, loaded.saved_world_size);
+    const double read = sum_across(*rdzv, static_cast<double>(loaded.bytes_read));
+    const double needed = sum_across(*rdzv, static_cast<double>(loaded.bytes_needed));
+    row_line(*rdzv, "load",
+             {max_across(*rdzv, static_cast<double>(mine)), s, static_cast<double>(loaded.saved_world_size), read,
+              needed, sum_across(*rdzv, static_cast<double>(mine))});
   }
-  std::fflush(stdout);
-  rdzv->world()->barrier()->wait();
+  barrier();
   return 0;
 }
 
 struct Row {
   std::string what;
   int world = 0;
-  double bytes = 0, seconds = 0;
+  std::vector<double> v;
 };
 
-std::vector<Row> run_gang(const Args& a, int nproc, const std::string& mode, const std::string& root, char** argv) {
+std::vector<Row> run_gang(int nproc, const std::string& mode, const std::string& root, char** argv,
+                          const std::map<std::string, std::string>& extra_env = {}) {
   shard::LocalLaunchOptions lo;
   lo.nproc = nproc;
   lo.env = {{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"GS_BENCH_MODE", mode}, {"GS_BENCH_ROOT", root}};
+  for (const auto& [k, v] : extra_env) lo.env[k] = v;
   lo.capture_rank0_stdout = true;
   lo.timeout = std::chrono::seconds(1800);
   std::vector<std::string> args{"/proc/self/exe"};
   for (int i = 1; argv[i]; ++i) args.push_back(argv[i]);
   auto res = shard::launch_local(args, lo);
-  if (!res.ok) {
-    std::fprintf(stderr, "%s on %d ranks failed:\n%s\n", mode.c_str(), nproc, res.rank0_stdout.c_str());
-    std::exit(1);
-  }
+  if (!res.ok)
+    throw std::runtime_error(mode + " on " + std::to_string(nproc) + " ranks failed" +
+                             (res.timed_out ? " (timed out)" : "") + "; rank 0's output:\n" + res.rank0_stdout);
   std::vector<Row> rows;
   std::istringstream in(res.rank0_stdout);
   std::string line;
@@ -151,27 +360,52 @@ std::vector<Row> run_gang(const Args& a, int nproc, const std::string& mode, con
     if (line.rfind("ROW ", 0) != 0) continue;
     std::istringstream l(line.substr(4));
     Row r;
-    l >> r.what >> r.world >> r.bytes >> r.seconds;
-    rows.push_back(r);
+    l >> r.what >> r.world;
+    for (double x; l >> x;) r.v.push_back(x);
+    rows.push_back(std::move(r));
   }
   return rows;
 }
 
-// Sequential write of `bytes` with fsync: the disk's speed for this pattern.
+std::vector<Row> rows_of(const std::vector<Row>& rows, const std::string& what) {
+  std::vector<Row> out;
+  for (const auto& r : rows)
+    if (r.what == what) out.push_back(r);
+  if (out.empty()) throw std::runtime_error("no '" + what + "' rows in the ranks' output");
+  return out;
+}
+
+// Sequential write of `bytes` (a multiple of 4 KiB) with fsync: the disk's
+// speed. 8 MiB O_DIRECT writes (through the page cache where the file system
+// refuses O_DIRECT): the page cache's own cost on this machine varies from
+// run to run with the memory state, the disk's does not.
 double disk_write_seconds(const std::string& path, size_t bytes) {
-  std::vector<char> block(8 << 20, 'x');
-  auto t0 = Clock::now();
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) usage("cannot write " + path);
+  constexpr size_t kBlock = 8 << 20;
+  std::unique_ptr<char, decltype(&std::free)> block(static_cast<char*>(std::aligned_alloc(4096, kBlock)), &std::free);
+  if (!block) throw std::bad_alloc();
+  std::memset(block.get(), 'x', kBlock);
+  const auto t0 = Clock::now();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+  if (fd < 0) fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
   for (size_t done = 0; done < bytes;) {
-    size_t n = std::min(block.size(), bytes - done);
-    if (::write(fd, block.data(), n) != static_cast<ssize_t>(n)) usage("write failed: " + path);
+    const size_t n = std::min(kBlock, bytes - done);
+    const ssize_t w = ::write(fd, block.get(), n);
+    if (w < 0 && errno == EINVAL && (::fcntl(fd, F_GETFL) & O_DIRECT)) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT);
+      continue;
+    }
+    if (w != static_cast<ssize_t>(n)) {
+      ::close(fd);
+      throw std::runtime_error("write failed: " + path + ": " + std::strerror(errno));
+    }
     done += n;
   }
-  ::fsync(fd);
+  const bool synced = ::fsync(fd) == 0;
   ::close(fd);
-  double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double s = seconds_since(t0);
   fs::remove(path);
+  if (!synced) throw std::runtime_error("fsync failed: " + path);
   return s;
 }
 
@@ -186,26 +420,8 @@ void drop_from_page_cache(const std::string& root) {
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args a = parse(argc, argv);
-  if (const char* mode = std::getenv("GS_BENCH_MODE")) {
-    try {
-      return run_rank(a, mode, std::getenv("GS_BENCH_ROOT"));
-    } catch (const std::exception& e) {
-      std::printf("rank error: %s\n", e.what());
-      return 1;
-    }
-  }
-  const std::string base = a.dir.empty() ? (fs::temp_directory_path() / ("gs_bench_ckpt_" + std::to_string(::getpid()))).string()
-                                         : a.dir;
-  fs::create_directories(base);
+// The orchestrating process.
+int run_bench(const Args& a, char** argv, const std::string& base) {
   const std::string root = base + "/ckpt";
   const auto gc = model_config(a);
   const double model_mb = greenshard::num_parameters(gc) * 4 / 1e6;
@@ -213,51 +429,165 @@ int main(int argc, char** argv) {
               "%d reshard-load; dir %s\n",
               greenshard::num_parameters(gc) / 1e6, model_mb, 3 * model_mb, a.ranks, a.ranks, a.reshard_ranks,
               base.c_str());
+  std::fflush(stdout);
 
-  // The disk probe writes what all ranks write at once (ranks x one shard),
-  // before and after the saves: this machine's page-cache and write-back
-  // speed drift while other work runs.
-  const size_t rank_guess = static_cast<size_t>(3 * model_mb * 1e6 / a.ranks);
+  // The disk probe writes what all ranks write (ranks x one shard), from one
+  // process, before and after the saves: this machine's speed drifts while
+  // other work runs.
+  const size_t probe_bytes = static_cast<size_t>(3 * model_mb * 1e6) / 4096 * 4096;
   std::vector<double> disk_s;
-  auto probe = [&] {
-    disk_s.push_back(disk_write_seconds(base + "/disk_probe.bin", rank_guess * a.ranks) / a.ranks);
-  };
+  auto probe = [&] { disk_s.push_back(disk_write_seconds(base + "/disk_probe.bin", probe_bytes)); };
   for (int r = 0; r < a.repeat; ++r) probe();
-  auto saves = run_gang(a, a.ranks, "save", root, argv);
+  if (std::getenv("GS_BENCH_DEBUG")) {
+    shard::LocalLaunchOptions lo;
+    lo.nproc = a.ranks;
+    lo.env = {{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"GS_BENCH_MODE", "debug"}, {"GS_BENCH_ROOT", root}};
+    lo.capture_rank0_stdout = true;
+    std::vector<std::string> args{"/proc/self/exe"};
+    auto res = shard::launch_local(args, lo);
+    std::printf("%s\n", res.rank0_stdout.c_str());
+    return 0;
+  }
+  const auto saved = run_gang(a.ranks, "save", root, argv);
   for (int r = 0; r < a.repeat; ++r) probe();
+
+  // Sync saves.
   std::vector<double> save_s;
-  for (const auto& r : saves) save_s.push_back(r.seconds);
-  const double rank_bytes = saves.at(0).bytes;
+  for (const auto& r : rows_of(saved, "save")) save_s.push_back(r.v.at(1));
+  const double rank_bytes = rows_of(saved, "save").at(0).v.at(0), total_bytes = rows_of(saved, "save").at(0).v.at(2);
+  // Async saves while training.
+  const double step_s = rows_of(saved, "step").at(0).v.at(0);
+  std::vector<double> without_s, with_s, staging_s, wait_s;
+  int K = 0;
+  for (const auto& r : rows_of(saved, "async")) {
+    K = static_cast<int>(r.v.at(0));
+    without_s.push_back(r.v.at(1));
+    with_s.push_back(r.v.at(2));
+    staging_s.push_back(r.v.at(3));
+    wait_s.push_back(r.v.at(4));
+  }
+
+  // Loads.
   std::vector<double> load_s, reshard_s;
-  double load_bytes = 0, reshard_bytes = 0;
+  Row load_row, reshard_row;
   for (int r = 0; r < a.repeat; ++r) {
     drop_from_page_cache(root);
-    auto l = run_gang(a, a.ranks, "load", root, argv).at(0);
-    load_s.push_back(l.seconds);
-    load_bytes = l.bytes;
+    load_row = rows_of(run_gang(a.ranks, "load", root, argv), "load").at(0);
+    load_s.push_back(load_row.v.at(1));
     drop_from_page_cache(root);
-    auto rs = run_gang(a, a.reshard_ranks, "load", root, argv).at(0);
-    reshard_s.push_back(rs.seconds);
-    reshard_bytes = rs.bytes;
+    reshard_row = rows_of(run_gang(a.reshard_ranks, "load", root, argv), "load").at(0);
+    reshard_s.push_back(reshard_row.v.at(1));
   }
-  fs::remove_all(base);
 
-  const double disk_gbps = rank_guess / median(disk_s) / 1e9;
-  auto row = [&](const char* op, int ranks, double bytes, double s) {
-    double gbps = bytes / s / 1e9;
-    std::printf("  %-22s %6d %12.1f %10.3f %10.3f %12.3f\n", op, ranks, bytes / 1e6, s, gbps, gbps / disk_gbps);
+  // Saves to S3 (s3rver on loopback).
+  std::vector<double> s3_s;
+  std::string s3_note;
+  if (!gstest::S3Server::available()) {
+    s3_note = "not measured: " + gstest::S3Server::unavailable_reason();
+  } else {
+    std::unique_ptr<gstest::S3Server> s3;  // stopped, and its data removed, at the end of this block
+    try {
+      s3 = std::make_unique<gstest::S3Server>("ckpt");
+    } catch (const std::exception& e) {
+      s3_note = std::string("not measured: ") + e.what();
+    }
+    if (s3) {
+      const auto rows =
+          rows_of(run_gang(a.ranks, "s3save", "s3://" + s3->bucket() + "/bench", argv, s3->env()), "s3save");
+      for (const auto& r : rows) s3_s.push_back(r.v.at(1));
+      s3_note = "s3rver (node) on " + s3->endpoint() + ", storing under " + s3->dir() + " (this machine's disk)";
+    }
+  }
+
+  // ---- report ----
+  const double disk_gbps = probe_bytes / median(disk_s) / 1e9;  // all ranks' bytes, one writer
+  std::printf("#\n# %-30s %6s %10s %9s %10s %9s %8s\n", "operation", "ranks", "MB/rank", "time(s)", "GB/s/rank",
+              "GB/s all", "vs disk");
+  auto row = [&](const std::string& op, int ranks, double bytes_rank, double bytes_all, double s) {
+    std::printf("  %-30s %6d %10.1f %9.3f %10.3f %9.3f %8.3f\n", op.c_str(), ranks, bytes_rank / 1e6, s,
+                bytes_rank / s / 1e9, bytes_all / s / 1e9, bytes_all / s / 1e9 / disk_gbps);
   };
-  std::printf("#\n# %-22s %6s %12s %10s %10s %12s\n", "operation", "ranks", "MB/rank", "time(s)", "GB/s/rank",
-              "vs disk write");
-  row("disk write+fsync", a.ranks, static_cast<double>(rank_guess), median(disk_s));
-  row("save", a.ranks, rank_bytes, median(save_s));
-  row("load (same world)", a.ranks, load_bytes, median(load_s));
-  row(("load resharded " + std::to_string(a.ranks) + "->" + std::to_string(a.reshard_ranks)).c_str(), a.reshard_ranks,
-      reshard_bytes, median(reshard_s));
-  std::printf("#\n# medians of %d; goal: save and load >= 1 GB/s per rank where the disk allows (ratio ~1)\n",
-              a.repeat);
-  std::printf("RESULT checkpoint save_gbps=%.3f load_gbps=%.3f disk_write_gbps=%.3f reshard_%dto%d_s=%.3f\n",
-              rank_bytes / median(save_s) / 1e9, load_bytes / median(load_s) / 1e9, disk_gbps, a.ranks,
-              a.reshard_ranks, median(reshard_s));
+  row("disk write+fsync (1 process)", a.ranks, static_cast<double>(probe_bytes) / a.ranks,
+      static_cast<double>(probe_bytes), median(disk_s));
+  row("save", a.ranks, rank_bytes, total_bytes, median(save_s));
+  row("async save: staging copy", a.ranks, rank_bytes, total_bytes, median(staging_s));
+  if (!s3_s.empty()) row("save to S3 (s3rver)", a.ranks, rank_bytes, total_bytes, median(s3_s));
+  row("load (same world)", a.ranks, load_row.v.at(0), load_row.v.at(5), median(load_s));
+  row("load resharded " + std::to_string(a.ranks) + "->" + std::to_string(a.reshard_ranks), a.reshard_ranks,
+      reshard_row.v.at(0), reshard_row.v.at(5), median(reshard_s));
+
+  const double sync_s = median(save_s);
+  const double t_without = median(without_s), t_with = median(with_s);
+  const double stall = t_with - t_without;
+  std::printf("#\n# %-38s %6s %6s %9s %12s\n", "training with an async save", "ranks", "steps", "time(s)",
+              "vs sync save");
+  auto arow = [&](const std::string& op, int steps, double s) {
+    std::printf("  %-38s %6d %6d %9.3f %12.3f\n", op.c_str(), a.ranks, steps, s, s / sync_s);
+  };
+  arow("one training step (batch " + std::to_string(kTrainBatch) + "x" + std::to_string(kTrainSeq) + ")", 1, step_s);
+  arow("K steps, no save", K, t_without);
+  arow("K steps + async save + final wait", K, t_with);
+  arow("  of which: save_checkpoint(async)", 0, median(staging_s));
+  arow("  of which: final wait_for_checkpoint", 0, median(wait_s));
+  arow("stall (with - without)", K, stall);
+  arow("sync save", 0, sync_s);
+
+  const double read_all = reshard_row.v.at(3), needed_all = reshard_row.v.at(4);
+  std::printf("#\n# %-30s %6s %14s %14s %12s\n", "load reads", "ranks", "read MB (all)", "needed MB (all)",
+              "read/needed");
+  auto rrow = [&](const std::string& op, int ranks, const Row& r) {
+    std::printf("  %-30s %6d %14.1f %14.1f %12.4f\n", op.c_str(), ranks, r.v.at(3) / 1e6, r.v.at(4) / 1e6,
+                r.v.at(3) / r.v.at(4));
+  };
+  rrow("load (same world)", a.ranks, load_row);
+  rrow("load resharded " + std::to_string(a.ranks) + "->" + std::to_string(a.reshard_ranks), a.reshard_ranks,
+       reshard_row);
+
+  const double save_vs_disk = total_bytes / sync_s / 1e9 / disk_gbps;
+  const double async_ratio = std::max(0.0, stall) / sync_s;
+  const double reshard_ratio = read_all / needed_all;
+  const double s3_ratio = s3_s.empty() ? std::nan("") : sync_s / median(s3_s);
+  std::printf("#\n# medians: %d disk probes, %d saves, %d loads; %zu rounds of K=%d training steps with and without "
+              "an async save\n",
+              2 * a.repeat, a.repeat, a.repeat, with_s.size(), K);
+  std::printf("# async: without %.3f s, with %.3f s, stall %.3f s raw (%+.3f x sync save); staging copy %.3f s, "
+              "final wait %.3f s\n",
+              t_without, t_with, stall, stall / sync_s, median(staging_s), median(wait_s));
+  std::printf("# s3: %s\n", s3_note.c_str());
+  std::printf("# goals: save_vs_disk >= 0.8, async_stall_vs_sync <= 0.10, reshard_read_vs_needed <= 1.1; "
+              "s3_save_vs_local reported\n");
+  std::printf("RESULT checkpoint save_gbps=%.3f load_gbps=%.3f disk_write_gbps=%.3f reshard_%dto%d_s=%.3f "
+              "save_vs_disk=%.3f async_stall_vs_sync=%.3f reshard_read_vs_needed=%.4f s3_save_vs_local=%.3f\n",
+              rank_bytes / sync_s / 1e9, load_row.v.at(0) / median(load_s) / 1e9, disk_gbps, a.ranks,
+              a.reshard_ranks, median(reshard_s), save_vs_disk, async_ratio, reshard_ratio, s3_ratio);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  if (const char* mode = std::getenv("GS_BENCH_MODE")) {
+    try {
+      const char* root = std::getenv("GS_BENCH_ROOT");
+      return run_rank(a, mode, root ? root : "");
+    } catch (const std::exception& e) {
+      std::printf("rank error: %s\n", e.what());
+      return 1;
+    }
+  }
+  const fs::path parent = a.dir.empty() ? fs::temp_directory_path() : fs::path(a.dir);
+  const std::string base = (parent / ("gs_bench_ckpt_" + std::to_string(::getpid()))).string();
+  int rc = 0;
+  try {
+    fs::create_directories(base);
+    rc = run_bench(a, argv, base);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "bench_checkpoint: %s\n", e.what());
+    rc = 1;
+  }
+  std::error_code ec;
+  fs::remove_all(base, ec);
+  return rc;
 }

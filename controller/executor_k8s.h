@@ -17,6 +17,15 @@
 //   - a headless Service (clusterIP: None, publishNotReadyAddresses: true)
 //     and a ConfigMap holding job.json, both owned by the Job
 //     (ownerReferences), so deleting the Job removes them.
+// Checkpoints: the "checkpoints" volume at /checkpoints is the region's
+// checkpoint_claim PVC or an emptyDir, and GREENSHARD_CHECKPOINT_DIR is
+// /checkpoints/<job-id> (GREENSHARD_SUMMARY_PATH in it). With checkpoint_s3
+// (regions.h) GREENSHARD_CHECKPOINT_DIR is <url>/<job-id>; the pod gets
+// AWS_ENDPOINT_URL_S3, AWS_REGION (when configured), the Secret as the
+// read-only volume "s3-credentials" at /etc/greenshard/s3 and
+// GREENSHARD_S3_SECRET_DIR naming it (no credential is an env value), and
+// /checkpoints stays an emptyDir for GREENSHARD_SUMMARY_PATH
+// (/checkpoints/summary.json).
 // It follows the Job's status (and, once it ended, its pods: exit codes,
 // DisruptionTarget conditions, termination messages; the mapping to
 // GangPhase is at KubernetesExecutor::poll and in docs/controller.md) and
@@ -40,10 +49,12 @@
 //                                 controller's; names the controller sets
 //                                 (MASTER_*, WORLD_SIZE, RANK, PET_*,
 //                                 JOB_COMPLETION_INDEX, GREENSHARD_*) are refused;
+//                                 AWS_ENDPOINT_URL_S3 / AWS_REGION are dropped
+//                                 where the region's checkpoint_s3 sets them;
 //   volumes, volumeMounts         e.g. /tmp and /dev/shm (emptyDir, medium
 //                                 Memory); every mount names a volume; the
-//                                 controller's job-spec/checkpoints volumes and
-//                                 their paths are refused;
+//                                 controller's job-spec/checkpoints/s3-credentials
+//                                 volumes and their paths are refused;
 //   podSecurityContext, securityContext, nodeSelector, tolerations, affinity,
 //   priorityClassName             copied onto the pod / container.
 // Unknown keys and wrong types are errors naming the key path

@@ -142,6 +142,10 @@ bool reserved_env(const std::string& n) {
 
 constexpr const char* kJobSpecMount = "/etc/greenshard";
 constexpr const char* kCheckpointMount = "/checkpoints";
+// The region's checkpoint_s3 Secret (a Secret volume may nest in the
+// read-only job-spec ConfigMap volume: the kubelet makes its mount point).
+constexpr const char* kS3SecretMount = "/etc/greenshard/s3";
+constexpr const char* kS3SecretVolume = "s3-credentials";
 
 }  // namespace
 
@@ -213,7 +217,8 @@ WorkerDefaults parse_worker_defaults(const std::string& text, const std::string&
           if (!vol.contains("name")) bad(q + ".name", "required");
           const std::string n = want_string(vol["name"], q + ".name");
           if (!dns_label(n)) bad(q + ".name", "'" + n + "' is not a DNS-1123 label");
-          if (n == "job-spec" || n == "checkpoints") bad(q + ".name", n + " is the controller's volume");
+          if (n == "job-spec" || n == "checkpoints" || n == kS3SecretVolume)
+            bad(q + ".name", n + " is the controller's volume");
           if (!seen.insert(n).second) bad(q + ".name", n + " is defined twice");
           if (vol.size() != 2) bad(q, "exactly one volume source besides name");
           for (const auto& [src, body] : vol.items()) {
@@ -280,7 +285,8 @@ WorkerDefaults parse_worker_defaults(const std::string& text, const std::string&
       if (!volumes.count(n)) bad(q + ".name", "no volume named '" + n + "' in volumes");
       const std::string mp = want_string(m["mountPath"], q + ".mountPath");
       if (mp.empty() || mp[0] != '/') bad(q + ".mountPath", "must be an absolute path");
-      if (mp == kJobSpecMount || mp == kCheckpointMount) bad(q + ".mountPath", mp + " is the controller's mount");
+      if (mp == kJobSpecMount || mp == kCheckpointMount || mp == kS3SecretMount)
+        bad(q + ".mountPath", mp + " is the controller's mount");
       if (!paths.insert(mp).second) bad(q + ".mountPath", mp + " is mounted twice");
       if (m.contains("readOnly")) want_bool(m["readOnly"], q + ".readOnly");
       if (m.contains("subPath")) want_string(m["subPath"], q + ".subPath");
@@ -350,8 +356,21 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
   add("PET_MASTER_ADDR", master);
   add("PET_MASTER_PORT", port);
   add("GREENSHARD_JOB_ID", g.job_id);
-  add("GREENSHARD_CHECKPOINT_DIR", "/checkpoints/" + g.job_id);
-  add("GREENSHARD_SUMMARY_PATH", "/checkpoints/" + g.job_id + "/summary.json");
+  const S3CheckpointConfig& s3 = c.checkpoint_s3;
+  if (s3.enabled()) {
+    // Checkpoints in the bucket; the local "checkpoints" emptyDir keeps only
+    // the summary file (the executor reads the termination message, not this
+    // file). The worker creates no directory for the summary: it goes in the
+    // mount itself.
+    add("GREENSHARD_CHECKPOINT_DIR", s3.url + "/" + g.job_id);
+    add("GREENSHARD_SUMMARY_PATH", std::string(kCheckpointMount) + "/summary.json");
+    add("AWS_ENDPOINT_URL_S3", s3.endpoint);
+    if (!s3.region.empty()) add("AWS_REGION", s3.region);
+    add("GREENSHARD_S3_SECRET_DIR", kS3SecretMount);  // credentials as files, never as env values
+  } else {
+    add("GREENSHARD_CHECKPOINT_DIR", std::string(kCheckpointMount) + "/" + g.job_id);
+    add("GREENSHARD_SUMMARY_PATH", std::string(kCheckpointMount) + "/" + g.job_id + "/summary.json");
+  }
   add("GREENSHARD_TERMINATION_LOG", "/dev/termination-log");  // the executor reads how the gang ended
   add("GREENSHARD_METRICS_PORT", "9400");
   add("GREENSHARD_REGION", g.region);
@@ -367,10 +386,18 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
     return e.is_object() && e.value("name", "") == "GREENSHARD_DEVICE";
   });
   if (!env_sets_device) add("GREENSHARD_DEVICE", g.spec.gpus_per_node > 0 ? "cuda" : "cpu");
-  for (const auto& e : d.env) env.push_back(e);
+  for (const auto& e : d.env) {
+    // The region's S3 settings (AWS_ENDPOINT_URL_S3, AWS_REGION) win over
+    // the defaults' variables of the same name; other names the controller
+    // sets are refused by parse_worker_defaults.
+    const std::string n = e.is_object() ? e.value("name", "") : "";
+    if (std::any_of(env.begin(), env.end(), [&](const json& x) { return x.value("name", "") == n; })) continue;
+    env.push_back(e);
+  }
 
   json mounts = {{{"name", "job-spec"}, {"mountPath", kJobSpecMount}, {"readOnly", true}},
                  {{"name", "checkpoints"}, {"mountPath", kCheckpointMount}}};
+  if (s3.enabled()) mounts.push_back({{"name", kS3SecretVolume}, {"mountPath", kS3SecretMount}, {"readOnly", true}});
   for (const auto& m : d.volume_mounts) mounts.push_back(m);
   const std::string image = !g.spec.image.empty() ? g.spec.image : !c.image.empty() ? c.image : d.image;
   json container = {
@@ -398,13 +425,16 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
   }
   if (!resources.empty()) container["resources"] = resources;
   if (!d.security_context.empty()) container["securityContext"] = d.security_context;
-  json ckpt_volume = c.checkpoint_claim.empty()
+  // A PVC when the region names one; else an emptyDir (with checkpoint_s3 it
+  // holds only the summary).
+  json ckpt_volume = c.checkpoint_claim.empty() || s3.enabled()
                          ? json{{"name", "checkpoints"}, {"emptyDir", json::object()}}
                          : json{{"name", "checkpoints"},
                                 {"persistentVolumeClaim", {{"claimName", c.checkpoint_claim}}}};
   const int64_t grace_s = d.termination_grace_s ? *d.termination_grace_s
                                                 : std::max<int64_t>(1, grace.count() / 1000);
   json volumes = {{{"name", "job-spec"}, {"configMap", {{"name", o.name}}}}, ckpt_volume};
+  if (s3.enabled()) volumes.push_back({{"name", kS3SecretVolume}, {"secret", {{"secretName", s3.secret}}}});
   for (const auto& v : d.volumes) volumes.push_back(v);
   json pod_spec = {{"subdomain", o.name},
                    {"restartPolicy", "Never"},

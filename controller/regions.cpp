@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -38,7 +39,81 @@ T as(const YAML::Node& n, const std::string& where) {
   }
 }
 
+void drop_trailing_slashes(std::string& s, size_t keep) {
+  while (s.size() > keep && s.back() == '/') s.pop_back();
+}
+
 }  // namespace
+
+void validate_s3_checkpoint(S3CheckpointConfig& s3, const std::string& w) {
+  auto fail = [&](const std::string& field, const std::string& msg) {
+    throw std::runtime_error(w + "." + field + ": " + msg);
+  };
+  if (s3.url.empty()) fail("url", "required (s3://bucket[/prefix])");
+  if (s3.secret.empty())
+    fail("secret", "required with url (a Secret with keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)");
+  if (s3.endpoint.empty())
+    fail("endpoint", "required with url (http(s)://host[:port] of the S3 API, e.g. https://s3.us-east-1.amazonaws.com)");
+
+  // url: s3://bucket[/prefix]. Bucket names by S3's rules; the prefix of
+  // S3's "safe" key characters, so the worker's <url>/<job-id>/... keys need
+  // no escaping.
+  const std::string shape = "must be s3://bucket[/prefix], got '" + s3.url + "'";
+  if (s3.url.rfind("s3://", 0) != 0) fail("url", shape);
+  drop_trailing_slashes(s3.url, 5);
+  const std::string rest = s3.url.substr(5);
+  const size_t slash = rest.find('/');
+  const std::string bucket = rest.substr(0, slash);
+  const std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  if (bucket.empty() || s3.url.size() > 600) fail("url", shape);
+  static const std::regex bucket_chars("[a-z0-9.-]+"), ends("[a-z0-9](.*[a-z0-9])?"),
+      ipv4("[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+");
+  const std::string b = "bucket '" + bucket + "' ";
+  if (bucket.size() < 3 || bucket.size() > 63) fail("url", b + "must be 3-63 characters");
+  if (!std::regex_match(bucket, bucket_chars))
+    fail("url", b + "may hold only lowercase letters, digits, '.' and '-'");
+  if (!std::regex_match(bucket, ends)) fail("url", b + "must begin and end with a letter or digit");
+  if (bucket.find("..") != std::string::npos) fail("url", b + "must not hold '..'");
+  if (std::regex_match(bucket, ipv4)) fail("url", b + "must not be an IP address");
+  if (!prefix.empty()) {
+    static const std::regex safe("[A-Za-z0-9!_.*'()/-]+");
+    if (prefix.size() > 512) fail("url", "prefix must be at most 512 characters");
+    if (!std::regex_match(prefix, safe))
+      fail("url", "prefix '" + prefix + "' may hold only letters, digits, '/' and !-_.*'()");
+    std::stringstream segs(prefix);
+    for (std::string seg; std::getline(segs, seg, '/');)
+      if (seg.empty() || seg == "." || seg == "..")
+        fail("url", "prefix '" + prefix + "' has an empty, '.' or '..' segment");
+  }
+
+  // endpoint: http(s)://host[:port], path-style requests go to it. Never
+  // echoed when it holds '@' (it may carry credentials).
+  if (s3.endpoint.find('@') != std::string::npos)
+    fail("endpoint", "must not hold user information (credentials belong in the secret)");
+  drop_trailing_slashes(s3.endpoint, 0);
+  if (s3.endpoint.size() > 300) fail("endpoint", "must be at most 300 characters");
+  static const std::regex endpoint_re(
+      "https?://"
+      "(([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)(\\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*"  // name or IPv4
+      "|\\[[0-9A-Fa-f:.]+\\])"                                                                // [IPv6]
+      "(:([0-9]{1,5}))?");                                                                      // port: m[7]
+  std::smatch m;
+  if (!std::regex_match(s3.endpoint, m, endpoint_re))
+    fail("endpoint", "must be http(s)://host[:port] (no path or query), got '" + s3.endpoint + "'");
+  if (m[7].matched) {
+    const long port = std::stol(m[7].str());
+    if (port < 1 || port > 65535) fail("endpoint", "port " + m[7].str() + " must be in [1, 65535]");
+  }
+  if (!s3.region.empty()) {
+    static const std::regex region_re("[A-Za-z0-9_-]{1,64}");
+    if (!std::regex_match(s3.region, region_re))
+      fail("region", "'" + s3.region + "' must be 1-64 letters, digits, '-' or '_' (e.g. us-east-1)");
+  }
+  // secret: a Secret's name, a DNS-1123 subdomain.
+  static const std::regex subdomain("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  if (s3.secret.size() > 253 || !std::regex_match(s3.secret, subdomain))
+    fail("secret", "'" + s3.secret + "' is not a DNS-1123 subdomain (a Secret name)");
+}
 
 std::vector<RegionConfig> default_regions() {
   RegionConfig r;
@@ -103,10 +178,24 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
           else if (k2 == "namespace") r.kube.namespace_ = as<std::string>(kk.second, wk2);
           else if (k2 == "image") r.kube.image = as<std::string>(kk.second, wk2);
           else if (k2 == "checkpoint_claim") r.kube.checkpoint_claim = as<std::string>(kk.second, wk2);
+          else if (k2 == "checkpoint_s3") {
+            if (!kk.second.IsMap()) throw std::runtime_error(wk2 + ": expected a map");
+            for (const auto& s : kk.second) {
+              const std::string k3 = s.first.as<std::string>(), wk3 = wk2 + "." + k3;
+              if (k3 == "url") r.kube.checkpoint_s3.url = as<std::string>(s.second, wk3);
+              else if (k3 == "endpoint") r.kube.checkpoint_s3.endpoint = as<std::string>(s.second, wk3);
+              else if (k3 == "region") r.kube.checkpoint_s3.region = as<std::string>(s.second, wk3);
+              else if (k3 == "secret") r.kube.checkpoint_s3.secret = as<std::string>(s.second, wk3);
+              else throw std::runtime_error(origin + ": unknown key '" + wk3.substr(origin.size() + 2) + "'");
+            }
+            validate_s3_checkpoint(r.kube.checkpoint_s3, wk2);
+          }
           else if (k2 == "queue_name") r.kube.queue_name = as<std::string>(kk.second, wk2);
           else if (k2 == "insecure_skip_verify") r.kube.insecure_skip_verify = as<bool>(kk.second, wk2);
           else throw std::runtime_error(origin + ": unknown key '" + wk2.substr(origin.size() + 2) + "'");
         }
+        if (!r.kube.checkpoint_claim.empty() && r.kube.checkpoint_s3.enabled())
+          throw std::runtime_error(wk + ".checkpoint_s3: set checkpoint_claim or checkpoint_s3, not both");
       } else {
         throw std::runtime_error(origin + ": unknown key '" + wk.substr(origin.size() + 2) + "'");
       }

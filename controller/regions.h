@@ -16,7 +16,13 @@
 //         token_file: /path/token
 //         namespace: greenshard
 //         image: registry/greenshard-worker:0.1   # default worker image
-//         checkpoint_claim: ckpt  # PVC for checkpoints (restarts resume from it)
+//         checkpoint_claim: ckpt  # PVC for checkpoints (restarts resume from it), or
+//         checkpoint_s3:          # S3-compatible object storage (restarts and moves
+//           url: s3://bucket/prefix               #   between regions resume from it)
+//           endpoint: https://minio.example:9000  # AWS_ENDPOINT_URL_S3 (path-style)
+//           region: us-east-1                     # optional: AWS_REGION (worker default us-east-1)
+//           secret: greenshard-s3  # Secret (job namespace) with keys AWS_ACCESS_KEY_ID
+//                                  # and AWS_SECRET_ACCESS_KEY, mounted in worker pods
 //         queue_name: team-a      # Kueue LocalQueue (Jobs start suspended)
 //       # or  kubeconfig: /path/kubeconfig   or   in_cluster: true
 //
@@ -33,6 +39,24 @@
 
 namespace controller {
 
+// Checkpoints in S3-compatible object storage (validated by
+// parse_regions_yaml; see the kubernetes: block above). Worker pods get
+// GREENSHARD_CHECKPOINT_DIR=<url>/<job-id>, AWS_ENDPOINT_URL_S3, AWS_REGION (when set),
+// and the Secret mounted read-only at /etc/greenshard/s3
+// (GREENSHARD_S3_SECRET_DIR): credentials never appear in the pod spec.
+struct S3CheckpointConfig {
+  std::string url;       // s3://bucket[/prefix], no trailing '/' ("" = not configured)
+  std::string endpoint;  // http(s)://host[:port], no trailing '/' (required with url)
+  std::string region;    // "" = the worker's default (us-east-1)
+  std::string secret;    // Secret name (DNS-1123 subdomain)
+  bool enabled() const { return !url.empty(); }
+};
+
+// Checks a checkpoint_s3 block; throws std::runtime_error
+// "<where>.<field>: <problem>" (where = "r.yaml: regions[0].kubernetes.checkpoint_s3").
+// Normalises url and endpoint (a trailing '/' is dropped).
+void validate_s3_checkpoint(S3CheckpointConfig& s3, const std::string& where);
+
 struct KubeClusterConfig {
   std::string server;      // https://host:port or http://host:port (tests)
   std::string ca_file;
@@ -41,6 +65,7 @@ struct KubeClusterConfig {
   std::string namespace_ = "default";
   std::string image;       // default worker image
   std::string checkpoint_claim;  // PVC mounted at /checkpoints ("" = emptyDir)
+  S3CheckpointConfig checkpoint_s3;  // instead of the claim (both set is an error)
   std::string queue_name;  // Kueue LocalQueue: Jobs are created suspended for Kueue
   int rendezvous_port = 29500;
   bool insecure_skip_verify = false;

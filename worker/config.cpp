@@ -2,6 +2,7 @@
 
 #include "carbon/error.h"
 #include "carbon/hardware.h"
+#include "shard/object_store_url.h"
 #include "shard/strategy_names.h"
 
 #include <nlohmann/json.hpp>
@@ -65,10 +66,11 @@ const std::vector<Field>& fields() {
       GS_FIELD("sharding.activation_checkpointing", sharding.activation_checkpointing, "recompute every block in backward"),
       GS_FIELD("sharding.cpu_offload", sharding.cpu_offload, "keep shards and optimizer state in host memory"),
       GS_FIELD("sharding.timeout_s", sharding.timeout_s, "deadline of every collective, seconds"),
-      GS_FIELD("checkpoint.dir", checkpoint.dir, "checkpoint root ('' = none); env GREENSHARD_CHECKPOINT_DIR"),
+      GS_FIELD("checkpoint.dir", checkpoint.dir, "checkpoint root: a directory or s3://bucket/prefix ('' = none); env GREENSHARD_CHECKPOINT_DIR"),
       GS_FIELD("checkpoint.interval", checkpoint.interval, "steps between checkpoints (also saved on SIGTERM and at the end)"),
       GS_FIELD("checkpoint.keep_last", checkpoint.keep_last, "DONE checkpoints kept (0 = all)"),
       GS_FIELD("checkpoint.resume", checkpoint.resume, "resume from the newest DONE checkpoint in checkpoint.dir"),
+      GS_FIELD("checkpoint.async", checkpoint.async, "interval saves write in the background; training waits only for the copy to host memory"),
       GS_FIELD("metrics.port", metrics.port, "Prometheus /metrics on port + rank (0 = off); env GREENSHARD_METRICS_PORT"),
       GS_FIELD("metrics.bind", metrics.bind, "address the exporter binds"),
       GS_FIELD("carbon.region", carbon.region, "grid region label; env GREENSHARD_REGION"),
@@ -271,6 +273,13 @@ void validate(const JobConfig& c) {
   need(c.sharding.timeout_s > 0, "sharding.timeout_s", "must be > 0");
   need(c.checkpoint.interval >= 1, "checkpoint.interval", "must be >= 1");
   need(c.checkpoint.keep_last >= 0, "checkpoint.keep_last", "must be >= 0");
+  if (shard::is_object_store_url(c.checkpoint.dir)) {
+    try {
+      shard::parse_object_store_url(c.checkpoint.dir);
+    } catch (const std::invalid_argument& e) {
+      need(false, "checkpoint.dir", e.what());
+    }
+  }
   need(c.metrics.port >= 0 && c.metrics.port <= 65535, "metrics.port", "must be in [0, 65535]");
   need(c.carbon.gco2_per_kwh >= 0, "carbon.gco2_per_kwh", "must be >= 0");
   need(c.carbon.pue >= 1.0, "carbon.pue", "must be >= 1.0");

@@ -64,6 +64,7 @@ struct JobConfig {
     int64_t interval = 50;    // steps
     int64_t keep_last = 2;
     bool resume = true;       // resume from the newest DONE checkpoint in dir
+    bool async = true;        // interval saves write in the background (training waits for the host copy only)
   } checkpoint;
   struct Metrics {
     int64_t port = 0;         // rank r listens on port + r; 0 = no exporter

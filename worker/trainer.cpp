@@ -15,6 +15,7 @@
 #include "carbon/accounting.h"
 #include "carbon/hardware.h"
 #include "shard/checkpoint.h"
+#include "shard/object_store_url.h"
 #include "shard/fully_shard.h"
 #include "shard/host_memory.h"
 #include "shard/rendezvous.h"
@@ -227,7 +228,14 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   for (const auto& note : plan.notes) say(note);
   {
     std::string error;
-    if (!cfg.checkpoint.dir.empty()) {
+    if (shard::is_object_store_url(cfg.checkpoint.dir)) {
+      // Endpoint, credentials and bucket, checked now (one listing).
+      try {
+        shard::latest_checkpoint(cfg.checkpoint.dir);
+      } catch (const std::exception& e) {
+        error = "checkpoint.dir: '" + cfg.checkpoint.dir + "' is not usable: " + e.what();
+      }
+    } else if (!cfg.checkpoint.dir.empty()) {
       std::error_code ec;
       fs::create_directories(cfg.checkpoint.dir, ec);
       const std::string probe = cfg.checkpoint.dir + "/.writable." + std::to_string(rank);
@@ -392,9 +400,13 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
     st.wall_s = base.wall_s + seconds_since(t_start);
     shard::CheckpointOptions co;
     co.keep_last = static_cast<int>(cfg.checkpoint.keep_last);
+    // Interval saves go to the background; the last one (final, or on
+    // SIGTERM) completes the one in flight, then saves and waits.
+    co.async = cfg.checkpoint.async && std::string(why) == "interval";
     const auto t0 = Clock::now();
     const std::string dir = shard::save_checkpoint(fsdp, &opt, cfg.checkpoint.dir, st.step, st.to_extra(), co);
-    say("checkpoint " + dir + " (" + why + ", " + std::to_string(seconds_since(t0)).substr(0, 5) + " s)");
+    say("checkpoint " + dir + " (" + why + ", " + std::to_string(seconds_since(t0)).substr(0, 5) + " s" +
+        (co.async ? " to stage; writing in the background)" : ")"));
   };
   auto validate_loss = [&]() -> double {
     if (!val_sampler) return NAN;
@@ -426,123 +438,131 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   std::string final_state = "succeeded";
   auto step_window_start = Clock::now();
   int64_t steps_this_run = 0;
-  while (st.step < cfg.schedule.steps) {
-    const auto t0 = Clock::now();
-    const double lr = learning_rate(cfg.optimizer, st.step, cfg.schedule.steps);
-    for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    opt.zero_grad();
-    for (int64_t m = 0; m < A; ++m) {
-      // (B, T) token ids and next-token targets of this rank's rows
-      train_sampler.batch(st.step, m, rank * B, B, x, y);
-      std::memcpy(host_idx[m].data_ptr<int64_t>(), x.data(), x.size() * sizeof(int64_t));
-      std::memcpy(host_tgt[m].data_ptr<int64_t>(), y.data(), y.size() * sizeof(int64_t));
-    }
-    // (A, B, T) on the device (no copy on the CPU); the buffers are reused
-    // next step, after this step's host syncs (loss, norm).
-    const at::Tensor step_idx = host_idx.to(device, /*non_blocking=*/true);
-    const at::Tensor step_tgt = host_tgt.to(device, /*non_blocking=*/true);
-    // The loss stays on the device until the step's one host read.
-    at::Tensor loss_acc = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
-    for (int64_t m = 0; m < A; ++m) {
-      // (B, T) -> (B, T, V) -> scalar
-      auto loss = model->loss(model->forward(step_idx[m]), step_tgt[m]) / static_cast<double>(A);
-      if (m + 1 < A) {
-        auto guard = fsdp.no_sync();  // accumulate unsharded, reduce once
-        loss.backward();
-      } else {
-        loss.backward();
+  // A background save's failure is raised at the next step; any other
+  // error while one is in flight reports the save's failure (its cause).
+  try {
+    while (st.step < cfg.schedule.steps) {
+      shard::check_checkpoint(fsdp);
+      const auto t0 = Clock::now();
+      const double lr = learning_rate(cfg.optimizer, st.step, cfg.schedule.steps);
+      for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+      opt.zero_grad();
+      for (int64_t m = 0; m < A; ++m) {
+        // (B, T) token ids and next-token targets of this rank's rows
+        train_sampler.batch(st.step, m, rank * B, B, x, y);
+        std::memcpy(host_idx[m].data_ptr<int64_t>(), x.data(), x.size() * sizeof(int64_t));
+        std::memcpy(host_tgt[m].data_ptr<int64_t>(), y.data(), y.size() * sizeof(int64_t));
       }
-      loss_acc += loss.detach().to(at::kDouble);
-    }
-    const double loss_sum = loss_acc.item<double>();
-    const double norm = cfg.optimizer.grad_clip > 0 ? fsdp.clip_grad_norm(cfg.optimizer.grad_clip) : NAN;
-    opt.step();
-    // One collective for the log and for preemption: mean loss, and whether
-    // any rank was asked to stop.
-    const auto t_coll = Clock::now();
-    auto agreed = all_reduce(*rdzv, {loss_sum / world, g_preempt_signal.load() ? 1.0 : 0.0}, shard::ReduceOp::kSum);
-    const double coll_s = seconds_since(t_coll);
-    last_loss = agreed[0];
-    const bool preempt = agreed[1] > 0;
-    st.step += 1;
-    st.tokens += tokens_per_step;
-    ++steps_this_run;
-    const double dt = seconds_since(t0);
-    tps = tokens_per_step / dt;
-    mfu = plan.peak_flops > 0 ? flops_per_token * (tps / world) / plan.peak_flops : 0.0;
-    eta = seconds_since(step_window_start) / static_cast<double>(steps_this_run) *
-          static_cast<double>(cfg.schedule.steps - st.step);
-    mine.add_tokens(static_cast<double>(B * T * A));
-
-    if (cfg.schedule.eval_interval > 0 && (st.step % cfg.schedule.eval_interval == 0 || st.step == cfg.schedule.steps)) {
-      st.last_val = validate_loss();
-      if (std::isfinite(st.last_val)) {
-        st.best_val = std::min(st.best_val, st.last_val);
-        if (exporter) exporter->on_validation(st.last_val);
-      }
-    }
-    const bool log_now = st.step % cfg.log.every == 0 || st.step == cfg.schedule.steps || preempt;
-    if (log_now) account();
-    if (exporter) {
-      StepMetrics sm;
-      sm.step_seconds = dt;
-      sm.tokens = static_cast<double>(B * T * A);
-      sm.loss = last_loss;
-      sm.tokens_per_second = tps;
-      sm.mfu = mfu;
-      sm.model_flops = flops_per_token * B * T * A;
-      sm.progress = static_cast<double>(st.step) / cfg.schedule.steps;
-      sm.eta_seconds = eta;
-      sm.collective_seconds = coll_s;
-      exporter->on_step(sm);
-    }
-    if (log_now && lead) {
-      if (cfg.log.format == "json") {
-        json j{{"step", st.step}, {"steps", cfg.schedule.steps}, {"loss", last_loss}, {"lr", lr},
-               {"grad_norm", std::isfinite(norm) ? json(norm) : json(nullptr)}, {"ms", dt * 1000}, {"tokens_per_s", tps},
-               {"mfu", mfu}, {"eta_s", eta}, {"energy_joules", st.energy_j},
-               {"operational_grams", st.operational_g}, {"embodied_grams", st.embodied_g}};
-        if (std::isfinite(st.last_val)) j["val_loss"] = st.last_val;
-        std::cout << j.dump() << std::endl;
-      } else {
-        char line[320];
-        std::snprintf(line, sizeof line,
-                      "step %5lld/%lld | loss %.4f | lr %.2e | norm %6.3f | %8.1f ms | %9.0f tok/s | MFU %5.2f%% | "
-                      "%.3f gCO2e | ETA %s",
-                      static_cast<long long>(st.step), static_cast<long long>(cfg.schedule.steps), last_loss, lr, norm,
-                      dt * 1000, tps, 100 * mfu, st.operational_g + st.embodied_g, hms(eta).c_str());
-        if (tty) {
-          const int width = 20, done = static_cast<int>(width * st.step / cfg.schedule.steps);
-          std::cout << "\r" << line << " [" << std::string(done, '#') << std::string(width - done, '.') << "]"
-                    << (st.step == cfg.schedule.steps ? "\n" : "") << std::flush;
+      // (A, B, T) on the device (no copy on the CPU); the buffers are reused
+      // next step, after this step's host syncs (loss, norm).
+      const at::Tensor step_idx = host_idx.to(device, /*non_blocking=*/true);
+      const at::Tensor step_tgt = host_tgt.to(device, /*non_blocking=*/true);
+      // The loss stays on the device until the step's one host read.
+      at::Tensor loss_acc = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
+      for (int64_t m = 0; m < A; ++m) {
+        // (B, T) -> (B, T, V) -> scalar
+        auto loss = model->loss(model->forward(step_idx[m]), step_tgt[m]) / static_cast<double>(A);
+        if (m + 1 < A) {
+          auto guard = fsdp.no_sync();  // accumulate unsharded, reduce once
+          loss.backward();
         } else {
-          std::cout << line << (std::isfinite(st.last_val) && st.step % std::max<int64_t>(1, cfg.schedule.eval_interval) == 0
-                                    ? " | val " + std::to_string(st.last_val).substr(0, 6)
-                                    : "")
-                    << std::endl;
+          loss.backward();
+        }
+        loss_acc += loss.detach().to(at::kDouble);
+      }
+      const double loss_sum = loss_acc.item<double>();
+      const double norm = cfg.optimizer.grad_clip > 0 ? fsdp.clip_grad_norm(cfg.optimizer.grad_clip) : NAN;
+      opt.step();
+      // One collective for the log and for preemption: mean loss, and whether
+      // any rank was asked to stop.
+      const auto t_coll = Clock::now();
+      auto agreed = all_reduce(*rdzv, {loss_sum / world, g_preempt_signal.load() ? 1.0 : 0.0}, shard::ReduceOp::kSum);
+      const double coll_s = seconds_since(t_coll);
+      last_loss = agreed[0];
+      const bool preempt = agreed[1] > 0;
+      st.step += 1;
+      st.tokens += tokens_per_step;
+      ++steps_this_run;
+      const double dt = seconds_since(t0);
+      tps = tokens_per_step / dt;
+      mfu = plan.peak_flops > 0 ? flops_per_token * (tps / world) / plan.peak_flops : 0.0;
+      eta = seconds_since(step_window_start) / static_cast<double>(steps_this_run) *
+            static_cast<double>(cfg.schedule.steps - st.step);
+      mine.add_tokens(static_cast<double>(B * T * A));
+
+      if (cfg.schedule.eval_interval > 0 && (st.step % cfg.schedule.eval_interval == 0 || st.step == cfg.schedule.steps)) {
+        st.last_val = validate_loss();
+        if (std::isfinite(st.last_val)) {
+          st.best_val = std::min(st.best_val, st.last_val);
+          if (exporter) exporter->on_validation(st.last_val);
         }
       }
-    }
-    // Status every status.interval_s seconds (the first after the first
-    // step); only rank 0 pushes, so only it keeps the latest payload.
-    if (pusher) {
-      status = status_json("running", last_loss, tps, mfu, eta);
-      if (!last_push || seconds_since(*last_push) >= cfg.status.interval_s) {
-        pusher->push(status.dump());
-        last_push = Clock::now();
+      const bool log_now = st.step % cfg.log.every == 0 || st.step == cfg.schedule.steps || preempt;
+      if (log_now) account();
+      if (exporter) {
+        StepMetrics sm;
+        sm.step_seconds = dt;
+        sm.tokens = static_cast<double>(B * T * A);
+        sm.loss = last_loss;
+        sm.tokens_per_second = tps;
+        sm.mfu = mfu;
+        sm.model_flops = flops_per_token * B * T * A;
+        sm.progress = static_cast<double>(st.step) / cfg.schedule.steps;
+        sm.eta_seconds = eta;
+        sm.collective_seconds = coll_s;
+        exporter->on_step(sm);
       }
+      if (log_now && lead) {
+        if (cfg.log.format == "json") {
+          json j{{"step", st.step}, {"steps", cfg.schedule.steps}, {"loss", last_loss}, {"lr", lr},
+                 {"grad_norm", std::isfinite(norm) ? json(norm) : json(nullptr)}, {"ms", dt * 1000}, {"tokens_per_s", tps},
+                 {"mfu", mfu}, {"eta_s", eta}, {"energy_joules", st.energy_j},
+                 {"operational_grams", st.operational_g}, {"embodied_grams", st.embodied_g}};
+          if (std::isfinite(st.last_val)) j["val_loss"] = st.last_val;
+          std::cout << j.dump() << std::endl;
+        } else {
+          char line[320];
+          std::snprintf(line, sizeof line,
+                        "step %5lld/%lld | loss %.4f | lr %.2e | norm %6.3f | %8.1f ms | %9.0f tok/s | MFU %5.2f%% | "
+                        "%.3f gCO2e | ETA %s",
+                        static_cast<long long>(st.step), static_cast<long long>(cfg.schedule.steps), last_loss, lr, norm,
+                        dt * 1000, tps, 100 * mfu, st.operational_g + st.embodied_g, hms(eta).c_str());
+          if (tty) {
+            const int width = 20, done = static_cast<int>(width * st.step / cfg.schedule.steps);
+            std::cout << "\r" << line << " [" << std::string(done, '#') << std::string(width - done, '.') << "]"
+                      << (st.step == cfg.schedule.steps ? "\n" : "") << std::flush;
+          } else {
+            std::cout << line << (std::isfinite(st.last_val) && st.step % std::max<int64_t>(1, cfg.schedule.eval_interval) == 0
+                                      ? " | val " + std::to_string(st.last_val).substr(0, 6)
+                                      : "")
+                      << std::endl;
+          }
+        }
+      }
+      // Status every status.interval_s seconds (the first after the first
+      // step); only rank 0 pushes, so only it keeps the latest payload.
+      if (pusher) {
+        status = status_json("running", last_loss, tps, mfu, eta);
+        if (!last_push || seconds_since(*last_push) >= cfg.status.interval_s) {
+          pusher->push(status.dump());
+          last_push = Clock::now();
+        }
+      }
+      if (preempt) {
+        say(std::string("preempted (signal ") + std::to_string(g_preempt_signal.load()) + " on some rank): saving and stopping");
+        final_state = "preempted";
+        break;
+      }
+      if (st.step % cfg.checkpoint.interval == 0 && st.step < cfg.schedule.steps) save("interval");
     }
-    if (preempt) {
-      say(std::string("preempted (signal ") + std::to_string(g_preempt_signal.load()) + " on some rank): saving and stopping");
-      final_state = "preempted";
-      break;
-    }
-    if (st.step % cfg.checkpoint.interval == 0 && st.step < cfg.schedule.steps) save("interval");
-  }
 
-  // ---- 7. final checkpoint, summary, export -------------------------------
-  account();
-  save(final_state == "preempted" ? "preempted" : "final");
+    // ---- 7. final checkpoint, summary, export -------------------------------
+    account();
+    save(final_state == "preempted" ? "preempted" : "final");
+  } catch (const std::exception&) {
+    shard::wait_for_checkpoint(fsdp);
+    throw;
+  }
   if (!cfg.export_path.empty() && final_state == "succeeded")
     shard::export_full_state_dict(fsdp, cfg.export_path,
                                   cfg.export_format == "torch_save" ? shard::ExportFormat::kTorchSave

@@ -1,5 +1,8 @@
 #include "shard/checkpoint.h"
 
+#include "checkpoint_manifest.h"
+#include "checkpoint_saver.h"
+#include "checkpoint_store.h"
 #include "crc32c.h"
 #include "runtime.h"
 #include "shard/fully_shard.h"
@@ -9,6 +12,12 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+
+#ifdef GREENSHARD_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,11 +30,14 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
 namespace shard {
+
+std::function<void(const std::string&)>& checkpoint_fault_hook();  // checkpoint_saver.cpp
 
 struct CheckpointAccess {
   static Runtime& rt(FullyShardedModel& m) { return *m.rt_; }
@@ -34,14 +46,6 @@ struct CheckpointAccess {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr char kMagic[8] = {'G', 'S', 'C', 'K', 'P', 'T', '0', '1'};
-// v2: CRC-32C per file and per segment (one unit's master, exp_avg or
-// exp_avg_sq shard), so a reader verifies exactly the bytes it reads.
-// v3: every parameter line names the stored dtype. v2 is still read (its
-// shards are fp32 like v3's).
-constexpr int kFormatVersion = 3;
-constexpr int kOldestReadableVersion = 2;
-constexpr int kParts = 3;  // master, exp_avg, exp_avg_sq
 
 // An fd closed on scope exit.
 struct Fd {
@@ -54,27 +58,6 @@ struct Fd {
   Fd& operator=(const Fd&) = delete;
 };
 
-void write_fully(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w <= 0) throw std::runtime_error("checkpoint: write failed: " + path + ": " + std::strerror(errno));
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-void read_fully_at(int fd, void* data, size_t n, int64_t offset, const std::string& path) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    ssize_t r = ::pread(fd, p, n, offset);
-    if (r <= 0) throw std::runtime_error("checkpoint: " + path + ": read failed at byte " + std::to_string(offset));
-    p += r;
-    n -= static_cast<size_t>(r);
-    offset += r;
-  }
-}
-
 void fsync_dir(const std::string& path) {
   int dfd = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
@@ -83,48 +66,11 @@ void fsync_dir(const std::string& path) {
   }
 }
 
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string to_hex(const std::string& s) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out.empty() ? "-" : out;
-}
-
-std::string from_hex(const std::string& h, const std::string& where) {
-  if (h == "-") return "";
-  if (h.size() % 2) throw std::runtime_error(where + ": bad extra field");
-  std::string out;
-  for (size_t i = 0; i < h.size(); i += 2) out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
-  return out;
-}
-
 // Write to <path>.tmp, fsync, rename: a crash never leaves a half file under
-// the final name.
+// the final name (the full-state-dict export; checkpoints go through a store).
 void write_durable(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error("checkpoint: cannot create " + tmp);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      throw std::runtime_error("checkpoint: write failed: " + tmp);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) throw std::runtime_error("checkpoint: fsync failed: " + tmp);
-  fs::rename(tmp, path);
-  fsync_dir(path);
+  auto store = make_local_store(fs::path(path).parent_path().string());
+  store->put(fs::path(path).filename().string(), bytes);
 }
 
 std::string read_all(const std::string& path) {
@@ -151,131 +97,26 @@ torch::optim::AdamWParamState* adam_state(torch::optim::AdamW* opt, const at::Te
   return static_cast<torch::optim::AdamWParamState*>(it->second.get());
 }
 
-std::string step_dir(const std::string& root, int64_t step) {
+std::string step_name(int64_t step) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "step_%08lld", static_cast<long long>(step));
-  return (fs::path(root) / buf).string();
-}
-
-struct ManifestUnit {
-  std::string name;
-  int64_t numel = 0, padded = 0, shard = 0;
-  std::vector<std::string> params;  // param_line() text of the manifest's version
-};
-
-struct Manifest {
-  int version = 0;
-  int world_size = 0, group_size = 0;
-  std::string strategy;
-  int64_t step = 0;
-  std::string extra;
-  bool adam = false;
-  int64_t adam_step = 0;
-  std::vector<ManifestUnit> units;
-  std::vector<std::pair<int64_t, uint64_t>> files;  // size, checksum per rank
-  std::vector<std::vector<uint32_t>> segments;      // per rank: CRC of unit u part p at [u * 3 + p]
-};
-
-// The dtype of what the shard files hold for a parameter: the fp32 master.
-constexpr const char* kStoredDtype = "float32";
-
-// "name offset numel dtype ndim d0 d1 ..." (v3; v2 has no dtype).
-std::string param_line(const FlatParamEntry& e, int version = kFormatVersion) {
-  std::ostringstream os;
-  os << e.name << " " << e.offset << " " << e.numel;
-  if (version >= 3) os << " " << kStoredDtype;
-  os << " " << e.shape.size();
-  for (auto d : e.shape) os << " " << d;
-  return os.str();
+  return buf;
 }
 
 std::string unit_name(const std::string& n) { return n.empty() ? "<root>" : n; }
 
-Manifest parse_manifest(const std::string& path) {
-  std::istringstream in(read_all(path));
-  Manifest m;
-  std::string line, key;
-  int lineno = 0;
-  auto fail = [&](const std::string& why) {
-    throw std::runtime_error("checkpoint: " + path + " line " + std::to_string(lineno) + ": " + why);
-  };
-  auto next = [&](const std::string& want) -> std::istringstream {
-    if (!std::getline(in, line)) fail("unexpected end, expected '" + want + "'");
-    ++lineno;
-    std::istringstream ls(line);
-    ls >> key;
-    if (key != want) fail("expected '" + want + "', got '" + key + "'");
-    return ls;
-  };
-  try {
-    int& version = m.version;
-    next("greenshard-checkpoint") >> version;
-    if (version < kOldestReadableVersion || version > kFormatVersion)
-      fail("unsupported format version " + std::to_string(version) + " (this build reads versions " +
-           std::to_string(kOldestReadableVersion) + " to " + std::to_string(kFormatVersion) + ")");
-    next("world_size") >> m.world_size;
-    next("shard_group_size") >> m.group_size;
-    next("strategy") >> m.strategy;
-    next("step") >> m.step;
-    std::string hex;
-    next("extra") >> hex;
-    m.extra = from_hex(hex, path);
-    next("adam_state") >> m.adam >> m.adam_step;
-    size_t units = 0;
-    next("units") >> units;
-    if (m.world_size < 1 || m.group_size < 1 || m.world_size % m.group_size || units > 100000)
-      fail("inconsistent sizes");
-    for (size_t u = 0; u < units; ++u) {
-      ManifestUnit mu;
-      size_t nparams = 0;
-      auto ls = next("unit");
-      ls >> mu.name >> mu.numel >> mu.padded >> mu.shard >> nparams;
-      if (!ls || mu.padded != mu.shard * m.group_size || mu.numel > mu.padded) fail("bad unit line");
-      for (size_t p = 0; p < nparams; ++p) {
-        auto ps = next("param");
-        if (version >= 3) {
-          std::string pname, dtype;
-          int64_t offset = 0, numel = 0;
-          ps >> pname >> offset >> numel >> dtype;
-          if (!ps) fail("bad param line");
-          if (dtype != kStoredDtype)
-            fail("parameter '" + pname + "' has dtype '" + dtype + "'; shard files hold " + kStoredDtype);
-        }
-        mu.params.push_back(line.substr(6));
-      }
-      m.units.push_back(std::move(mu));
-    }
-    size_t files = 0;
-    next("files") >> files;
-    if (files != static_cast<size_t>(m.world_size)) fail("expected one file per rank");
-    for (size_t f = 0; f < files; ++f) {
-      std::string name, sum;
-      int64_t size = 0;
-      next("file") >> name >> size >> sum;
-      if (name != "rank_" + std::to_string(f) + ".bin") fail("unexpected file name " + name);
-      m.files.emplace_back(size, std::stoull(sum, nullptr, 16));
-      auto ls = next("segments");
-      std::vector<uint32_t> segs;
-      for (size_t k = 0; k < kParts * m.units.size(); ++k) {
-        std::string h;
-        if (!(ls >> h)) fail("expected " + std::to_string(kParts * m.units.size()) + " segment checksums");
-        segs.push_back(static_cast<uint32_t>(std::stoul(h, nullptr, 16)));
-      }
-      m.segments.push_back(std::move(segs));
-    }
-  } catch (const std::invalid_argument&) {
-    fail("unparsable value");
-  }
-  return m;
+std::string param_line(const FlatParamEntry& e, int version = kCheckpointFormatVersion) {
+  return manifest_param_line(e.name, e.offset, e.numel, e.shape, version);
 }
 
-std::function<void(const std::string&)>& fault_hook() {
-  static std::function<void(const std::string&)> hook;
-  return hook;
-}
-
-void fault_point(const char* point) {
-  if (fault_hook()) fault_hook()(point);
+// "<root>/step_N" (a path or an S3 URL) -> the store of <root>, "step_N".
+std::pair<std::shared_ptr<CheckpointStore>, std::string> open_step(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const auto slash = dir.rfind('/');
+  const bool s3 = dir.rfind("s3://", 0) == 0;
+  if (slash == std::string::npos || (s3 && slash < 5))
+    return {open_checkpoint_store(s3 ? dir : "."), s3 ? "" : dir};
+  return {open_checkpoint_store(slash == 0 ? "/" : dir.substr(0, slash)), dir.substr(slash + 1)};
 }
 
 // Everybody or nobody: one rank's error fails every rank (collective).
@@ -286,137 +127,129 @@ void agree_or_throw(Runtime& rt, const std::string& error, const std::string& ot
   if (bad.item<double>() > 0) throw std::runtime_error(others_failed);
 }
 
+// This rank's saver (created by the first save, on every rank at once: its
+// communicator is collective).
+CheckpointSaver& saver(Runtime& rt) {
+  auto& s = rt.checkpoint_saver();
+  if (!s) {
+    std::vector<int> all(rt.rendezvous()->world_size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+    s = std::make_shared<CheckpointSaver>(rt.rendezvous()->new_group("checkpoint", all));
+  }
+  return *s;
+}
+
+// Copies this rank's shards (per unit: master, exp_avg, exp_avg_sq, fp32)
+// into the staging image after the magic. On a GPU the copies run on a side
+// stream into page-locked memory, ordered after the compute stream's work.
+void stage(Runtime& rt, torch::optim::AdamW* opt, char* image, const std::vector<int64_t>& offsets) {
+  std::memcpy(image, kShardMagic, sizeof kShardMagic);
+  const bool cuda = !rt.units().empty() && rt.units()[0]->master().is_cuda();
+#ifdef GREENSHARD_CUDA
+  std::optional<c10::cuda::CUDAStreamGuard> on_side;
+  std::optional<c10::cuda::CUDAStream> side;
+  if (cuda) {
+    const auto dev = rt.units()[0]->master().device().index();
+    side = c10::cuda::getStreamFromPool(false, dev);
+    at::cuda::CUDAEvent ready;
+    ready.record(c10::cuda::getCurrentCUDAStream(dev));
+    ready.block(*side);
+    on_side.emplace(*side);
+  }
+#endif
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < rt.units().size(); ++i) {
+    const at::Tensor master = rt.units()[i]->master().detach();
+    auto* st = adam_state(opt, rt.units()[i]->master());
+    const at::Tensor parts[kCheckpointParts] = {master, st ? st->exp_avg() : at::Tensor(),
+                                                st ? st->exp_avg_sq() : at::Tensor()};
+    for (int p = 0; p < kCheckpointParts; ++p) {
+      char* dst = image + offsets[i * kCheckpointParts + p];
+      const int64_t n = master.numel();
+      if (!parts[p].defined()) {
+        std::memset(dst, 0, n * sizeof(float));
+        continue;
+      }
+      at::from_blob(dst, {n}, at::kFloat).copy_(parts[p].reshape({-1}), /*non_blocking=*/cuda);
+    }
+  }
+#ifdef GREENSHARD_CUDA
+  if (side) side->synchronize();
+#endif
+}
+
 }  // namespace
 
 std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt_base, const std::string& root,
                             int64_t step, const std::string& extra, const CheckpointOptions& options) {
   if (step < 0) throw std::invalid_argument("save_checkpoint: step must be >= 0");
   if (options.keep_last < 0) throw std::invalid_argument("save_checkpoint: keep_last must be >= 0");
+  if (options.timeout.count() <= 0) throw std::invalid_argument("save_checkpoint: timeout must be > 0");
   auto* opt = as_adamw(opt_base);
   Runtime& rt = CheckpointAccess::rt(model);
   rt.finish_all();
-  auto world = rt.rendezvous()->world();
-  const int rank = rt.rendezvous()->rank(), W = rt.rendezvous()->world_size();
-  const std::string dir = step_dir(root, step);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir)) throw std::runtime_error("save_checkpoint: cannot create " + dir);
-  if (rank == 0) fs::remove(fs::path(dir) / "DONE", ec);  // rewriting a step: untrusted until done
-  world->barrier({rt.options().timeout, "checkpoint mkdir"})->wait();
+  CheckpointSaver& s = saver(rt);
+  s.wait();  // at most one in flight; a failed one is raised here
 
-  // 1. This rank's shard: magic, then per unit master, exp_avg, exp_avg_sq
-  //    (fp32), streamed from the tensors to <file>.tmp; fsync; rename.
-  const size_t U = rt.units().size();
-  std::vector<int64_t> sums(2 + kParts * U);  // size, file CRC, segment CRCs
-  bool have_adam = false;
-  int64_t adam_step = 0;
-  const std::string path = (fs::path(dir) / ("rank_" + std::to_string(rank) + ".bin")).string();
-  {
-    const std::string tmp = path + ".tmp";
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
-    if (fd.fd < 0) throw std::runtime_error("checkpoint: cannot create " + tmp + ": " + std::strerror(errno));
-    uint32_t file_crc = crc32c(0, kMagic, sizeof kMagic);
-    write_fully(fd.fd, kMagic, sizeof kMagic, tmp);
-    int64_t size = sizeof kMagic;
-    for (size_t i = 0; i < U; ++i) {
-      // (host copies when the shards live on a GPU; no copy on CPU)
-      at::Tensor master = rt.units()[i]->master().detach().to(at::kCPU).contiguous();
-      auto* st = adam_state(opt, rt.units()[i]->master());
-      at::Tensor zeros;
-      if (st) {
-        have_adam = true;
-        adam_step = st->step();
-      } else {
-        zeros = at::zeros_like(master);
-      }
-      const at::Tensor parts[kParts] = {master, st ? st->exp_avg().to(at::kCPU).contiguous() : zeros,
-                                        st ? st->exp_avg_sq().to(at::kCPU).contiguous() : zeros};
-      for (int p = 0; p < kParts; ++p) {
-        const size_t n = parts[p].numel() * sizeof(float);
-        sums[2 + i * kParts + p] = crc32c(0, parts[p].data_ptr(), n);
-        file_crc = crc32c(file_crc, parts[p].data_ptr(), n);
-        write_fully(fd.fd, parts[p].data_ptr(), n, tmp);
-        size += static_cast<int64_t>(n);
-      }
-      if (i == 0) fault_point("shard_partially_written");
+  SaveRequest r;
+  r.store = open_checkpoint_store(root);
+  r.dir = step_name(step);
+  r.keep_last = options.keep_last;
+  r.timeout = options.timeout;
+  Manifest& m = r.manifest;
+  m.world_size = rt.rendezvous()->world_size();
+  m.group_size = rt.shard_group()->size();
+  m.strategy = to_string(rt.options().strategy);
+  m.step = step;
+  m.extra = extra;
+  std::vector<int64_t> offsets;  // of unit i's part p in the file
+  int64_t bytes = sizeof kShardMagic;
+  for (auto& u : rt.units()) {
+    const auto& l = u->layout();
+    if (u->master().numel() != l.shard_numel())
+      throw std::logic_error("save_checkpoint: unit '" + unit_name(u->name()) + "' master is not one shard");
+    ManifestUnit mu{unit_name(u->name()), l.numel(), l.padded_numel(), l.shard_numel(), {}};
+    for (const auto& e : l.entries()) mu.params.push_back(param_line(e));  // (masters: fp32)
+    m.units.push_back(std::move(mu));
+    if (auto* st = adam_state(opt, u->master())) {
+      m.adam = true;
+      m.adam_step = st->step();
     }
-    if (::fsync(fd.fd) != 0) throw std::runtime_error("checkpoint: fsync failed: " + tmp);
-    sums[0] = size;
-    sums[1] = file_crc;
-    fs::rename(tmp, path);
-    fsync_dir(path);
-  }
-  fault_point("shard_renamed");
-
-  // 2. Everybody's size and checksums, for the manifest.
-  const int64_t per = static_cast<int64_t>(sums.size());
-  at::Tensor mine = at::tensor(sums, at::kLong);
-  at::Tensor all = at::empty({per * W}, at::kLong);
-  world->all_gather_into(all, mine, {rt.options().timeout, "checkpoint checksums"})->wait();
-  world->barrier({rt.options().timeout, "checkpoint shards written"})->wait();
-
-  // 3. Rank 0: manifest, then DONE.
-  if (rank == 0) {
-    std::ostringstream m;
-    m << "greenshard-checkpoint " << kFormatVersion << "\n"
-      << "world_size " << W << "\n"
-      << "shard_group_size " << rt.shard_group()->size() << "\n"
-      << "strategy " << to_string(rt.options().strategy) << "\n"
-      << "step " << step << "\n"
-      << "extra " << to_hex(extra) << "\n"
-      << "adam_state " << (have_adam ? 1 : 0) << " " << adam_step << "\n"
-      << "units " << rt.units().size() << "\n";
-    for (auto& u : rt.units()) {
-      const auto& l = u->layout();
-      m << "unit " << unit_name(u->name()) << " " << l.numel() << " " << l.padded_numel() << " " << l.shard_numel()
-        << " " << l.entries().size() << "\n";
-      for (const auto& e : l.entries()) m << "param " << param_line(e) << "\n";  // (masters: fp32)
-    }
-    m << "files " << W << "\n";
-    auto a = all.accessor<int64_t, 1>();
-    for (int r = 0; r < W; ++r) {
-      m << "file rank_" << r << ".bin " << a[per * r] << " " << hex64(static_cast<uint64_t>(a[per * r + 1])) << "\n";
-      m << "segments";
-      for (int64_t k = 2; k < per; ++k) m << " " << hex64(static_cast<uint64_t>(a[per * r + k]));
-      m << "\n";
-    }
-    const std::string manifest = m.str();
-    write_durable((fs::path(dir) / "manifest.txt").string(), manifest);
-    fault_point("manifest_written");
-    write_durable((fs::path(dir) / "DONE").string(),
-                  "manifest " + hex64(crc32c(0, manifest.data(), manifest.size())) + "\n");
-    if (options.keep_last > 0) {
-      // The newest K DONE checkpoints stay. A step directory without DONE
-      // that sorts before the newest DONE one is a save that crashed (it
-      // is never trusted): removed. A newer one may be a save in progress
-      // (or to be retried): kept.
-      std::vector<std::string> done, partial;
-      for (const auto& entry : fs::directory_iterator(root, ec)) {
-        if (entry.path().filename().string().rfind("step_", 0) != 0 || !entry.is_directory(ec)) continue;
-        (fs::exists(entry.path() / "DONE") ? done : partial).push_back(entry.path().string());
-      }
-      std::sort(done.begin(), done.end());
-      if (!done.empty())
-        for (const auto& p : partial)
-          if (fs::path(p).filename().string() < fs::path(done.back()).filename().string()) fs::remove_all(p, ec);
-      for (size_t i = 0; i + options.keep_last < done.size(); ++i) fs::remove_all(done[i], ec);
+    for (int p = 0; p < kCheckpointParts; ++p) {
+      offsets.push_back(bytes);
+      bytes += l.shard_numel() * static_cast<int64_t>(sizeof(float));
     }
   }
-  world->barrier({rt.options().timeout, "checkpoint done"})->wait();
+  r.bytes = static_cast<size_t>(bytes);
+  const bool pinned = !rt.units().empty() && rt.units()[0]->master().is_cuda();
+  stage(rt, opt, s.staging(r.bytes, pinned), offsets);
+  const std::string dir = r.store->path(r.dir);
+  s.start(std::move(r));
+  if (!options.async) s.wait();
   return dir;
 }
 
-void set_checkpoint_fault_hook(std::function<void(const std::string& point)> hook) { fault_hook() = std::move(hook); }
+void wait_for_checkpoint(FullyShardedModel& model) {
+  Runtime& rt = CheckpointAccess::rt(model);
+  if (rt.checkpoint_saver()) rt.checkpoint_saver()->wait();
+}
+
+void check_checkpoint(FullyShardedModel& model) {
+  Runtime& rt = CheckpointAccess::rt(model);
+  if (rt.checkpoint_saver()) rt.checkpoint_saver()->poll();
+}
+
+void set_checkpoint_fault_hook(std::function<void(const std::string& point)> hook) {
+  checkpoint_fault_hook() = std::move(hook);
+}
 
 std::string latest_checkpoint(const std::string& root) {
-  std::error_code ec;
-  std::string best;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("step_", 0) != 0 || !fs::exists(entry.path() / "DONE")) continue;
-    if (best.empty() || name > fs::path(best).filename().string()) best = entry.path().string();
-  }
-  return best;
+  auto store = open_checkpoint_store(root);
+  auto dirs = store->list_dirs("step_");
+  std::sort(dirs.rbegin(), dirs.rend());
+  for (const auto& d : dirs)
+    if (store->size(d + "/DONE")) return store->path(d);
+  return "";
 }
 
 LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt_base, const std::string& dir) {
@@ -428,16 +261,20 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
   };
   std::vector<Loaded> loaded;
   Manifest man;
+  LoadedCheckpoint out;
   std::string error;
   try {
-    const std::string done_path = (fs::path(dir) / "DONE").string();
-    if (!fs::exists(done_path))
+    auto [store, step] = open_step(dir);
+    const std::string done_path = store->path(step + "/DONE");
+    const std::string manifest_path = store->path(step + "/manifest.txt");
+    const auto done = store->get(step + "/DONE");
+    if (!done)
       throw std::runtime_error("checkpoint: " + dir + " has no DONE marker (incomplete checkpoint, not trusted)");
-    const std::string manifest_path = (fs::path(dir) / "manifest.txt").string();
-    const std::string manifest_text = read_all(manifest_path);
-    if (read_all(done_path) != "manifest " + hex64(crc32c(0, manifest_text.data(), manifest_text.size())) + "\n")
+    const auto manifest_text = store->get(step + "/manifest.txt");
+    if (!manifest_text) throw std::runtime_error("checkpoint: missing file " + manifest_path);
+    if (*done != "manifest " + hex64(crc32c(0, manifest_text->data(), manifest_text->size())) + "\n")
       throw std::runtime_error("checkpoint: " + manifest_path + " does not match the checksum in " + done_path);
-    man = parse_manifest(manifest_path);
+    man = parse_manifest(*manifest_text, manifest_path);
     // Same model?
     auto other = [&](const std::string& why) {
       throw std::runtime_error("checkpoint: " + manifest_path + " was written for another model: " + why);
@@ -456,56 +293,76 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
         if (mu.params[p] != here) other("parameter '" + mu.params[p] + "' vs '" + here + "'");
       }
     }
-    // Which bytes of which old files this rank's new shards need; old shards
-    // of shard group 0 (ranks 0..G-1) cover everything. Each overlapping old
-    // segment is read once (pread) and verified against its CRC.
-    std::map<int, std::unique_ptr<Fd>> files;  // opened, size and magic checked
-    auto file = [&](int k) -> int {
-      auto it = files.find(k);
-      if (it != files.end()) return it->second->fd;
-      const std::string path = (fs::path(dir) / ("rank_" + std::to_string(k) + ".bin")).string();
-      auto fd = std::make_unique<Fd>(::open(path.c_str(), O_RDONLY));
-      if (fd->fd < 0) throw std::runtime_error("checkpoint: missing file " + path);
-      const auto size = static_cast<int64_t>(fs::file_size(path));
-      if (size != man.files[k].first)
-        throw std::runtime_error("checkpoint: " + path + " has " + std::to_string(size) + " bytes, manifest says " +
-                                 std::to_string(man.files[k].first) + " (truncated or wrong file)");
-      char magic[sizeof kMagic];
-      read_fully_at(fd->fd, magic, sizeof magic, 0, path);
-      if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
+    // Old file k, opened once: size and magic checked, its chunk index (v4)
+    // read and verified.
+    std::set<int> opened;
+    auto file = [&](int k) -> std::string {
+      const std::string name = step + "/rank_" + std::to_string(k) + ".bin";
+      if (opened.count(k)) return name;
+      const std::string path = store->path(name);
+      const auto size = store->size(name);
+      if (!size) throw std::runtime_error("checkpoint: missing file " + path);
+      if (*size != man.files[k].size)
+        throw std::runtime_error("checkpoint: " + path + " has " + std::to_string(*size) + " bytes, manifest says " +
+                                 std::to_string(man.files[k].size) + " (truncated or wrong file)");
+      char magic[sizeof kShardMagic];
+      store->read(name, 0, sizeof magic, magic);
+      out.bytes_read += sizeof magic;
+      if (std::memcmp(magic, kShardMagic, sizeof kShardMagic) != 0)
         throw std::runtime_error("checkpoint: " + path + ": not a GreenShard shard file");
-      return files.emplace(k, std::move(fd)).first->second->fd;
+      if (man.version >= 4) {
+        const std::string index_name = step + "/rank_" + std::to_string(k) + ".crc";
+        const auto index = store->get(index_name);
+        if (!index) throw std::runtime_error("checkpoint: missing file " + store->path(index_name));
+        out.bytes_read += static_cast<int64_t>(index->size());
+        read_chunk_index(man, k, *index, store->path(index_name));
+      }
+      opened.insert(k);
+      return name;
     };
+    // Bytes [off, off + n) of old file k into dst: the checked ranges that
+    // cover them are read whole and verified.
+    std::vector<char> span_buf;
+    auto read_verified = [&](int k, int64_t off, int64_t n, char* dst, const std::string& unit) {
+      const std::string name = file(k);
+      const FileChecks& fc = man.files[k];
+      const auto& st = fc.starts;
+      auto first = std::upper_bound(st.begin(), st.end(), off) - st.begin() - 1;
+      auto last = std::lower_bound(st.begin(), st.end(), off + n) - st.begin() - 1;
+      if (first < 0) throw std::logic_error("checkpoint: read before the first checked range");
+      auto end_of = [&](int64_t i) { return i + 1 < static_cast<int64_t>(st.size()) ? st[i + 1] : fc.size; };
+      const int64_t lo = st[first], hi = end_of(last);
+      char* buf = dst;
+      if (lo != off || hi != off + n) {
+        span_buf.resize(static_cast<size_t>(hi - lo));
+        buf = span_buf.data();
+      }
+      store->read(name, lo, static_cast<size_t>(hi - lo), buf);
+      out.bytes_read += hi - lo;
+      for (int64_t i = first; i <= last; ++i)
+        if (crc32c(0, buf + (st[i] - lo), static_cast<size_t>(end_of(i) - st[i])) != fc.crcs[i])
+          throw std::runtime_error("checkpoint: " + store->path(name) + ": checksum mismatch (corrupted) in unit '" +
+                                   unit + "'");
+      if (buf != dst) std::memcpy(dst, buf + (off - lo), static_cast<size_t>(n));
+    };
+    // Which bytes of which old files this rank's new shards need; old shards
+    // of shard group 0 (ranks 0..G-1) cover everything.
     const int G = man.group_size;
     const int g = rt.shard_group()->rank();
-    std::vector<int64_t> unit_base(man.units.size());
-    int64_t off = sizeof kMagic;
-    for (size_t i = 0; i < man.units.size(); ++i) {
-      unit_base[i] = off;
-      off += kParts * man.units[i].shard * static_cast<int64_t>(sizeof(float));
-    }
     for (size_t i = 0; i < man.units.size(); ++i) {
       const auto& mu = man.units[i];
       const int64_t S = mu.shard, S2 = rt.units()[i]->layout().shard_numel();
       const int64_t a = g * S2, b = std::min<int64_t>(a + S2, mu.numel);  // new range, unpadded part
       Loaded l{at::zeros({S2}, at::kFloat), at::zeros({S2}, at::kFloat), at::zeros({S2}, at::kFloat)};
-      for (int64_t k = a / S; k < G && k * S < b; ++k) {
+      for (int64_t k = S > 0 ? a / S : G; k < G && k * S < b; ++k) {
         const int64_t lo = std::max(a, k * S), hi = std::min(b, (k + 1) * S);
         if (lo >= hi) continue;
-        const int fd = file(static_cast<int>(k));
-        const std::string path = (fs::path(dir) / ("rank_" + std::to_string(k) + ".bin")).string();
-        for (int part = 0; part < kParts; ++part) {
+        for (int part = 0; part < kCheckpointParts; ++part) {
           at::Tensor& dst = part == 0 ? l.master : part == 1 ? l.m : l.v;
-          // The whole old segment (to verify it); straight into place when
-          // it is exactly the new shard.
-          const bool in_place = S == S2 && lo == a && k * S == a;
-          at::Tensor seg = in_place ? dst : at::empty({S}, at::kFloat);
-          read_fully_at(fd, seg.data_ptr(), S * sizeof(float),
-                        unit_base[i] + part * S * static_cast<int64_t>(sizeof(float)), path);
-          if (crc32c(0, seg.data_ptr(), S * sizeof(float)) != man.segments[k][i * kParts + part])
-            throw std::runtime_error("checkpoint: " + path + ": checksum mismatch (corrupted) in unit '" + mu.name +
-                                     "'");
-          if (!in_place) dst.narrow(0, lo - a, hi - lo).copy_(seg.narrow(0, lo - k * S, hi - lo));
+          const int64_t n = (hi - lo) * static_cast<int64_t>(sizeof(float));
+          read_verified(static_cast<int>(k), man.part_offset(i, part) + (lo - k * S) * static_cast<int64_t>(sizeof(float)),
+                        n, static_cast<char*>(dst.data_ptr()) + (lo - a) * sizeof(float), mu.name);
+          out.bytes_needed += n;
         }
       }
       loaded.push_back(std::move(l));
@@ -527,7 +384,6 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
       opt->state()[state_key(master)] = std::move(st);
     }
   }
-  LoadedCheckpoint out;
   out.step = man.step;
   out.extra = man.extra;
   out.saved_world_size = man.world_size;

@@ -44,7 +44,32 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_hw(uint32_t crc, const unsigne
 }
 #endif
 
+// a * b modulo the polynomial (both reflected: bit 31 is x^0).
+uint32_t gf2_multiply(uint32_t a, uint32_t b) {
+  uint32_t m = 1u << 31, product = 0;
+  for (;;) {
+    if (a & m) {
+      product ^= b;
+      if ((a & (m - 1)) == 0) break;
+    }
+    m >>= 1;
+    b = b & 1 ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return product;
+}
+
 }  // namespace
+
+uint32_t crc32c_concat(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
+  // crc(a + b) = crc_a * x^(8 len_b) + crc_b (the pre/post inversions cancel).
+  uint32_t power = 1u << 30;   // x^1, squared each round: x^(2^k)
+  uint32_t shift = 1u << 31;   // x^0
+  for (uint64_t n = static_cast<uint64_t>(len_b) * 8; n > 0; n >>= 1) {
+    if (n & 1) shift = gf2_multiply(power, shift);
+    power = gf2_multiply(power, power);
+  }
+  return gf2_multiply(shift, crc_a) ^ crc_b;
+}
 
 uint32_t crc32c(uint32_t crc, const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);

@@ -32,6 +32,8 @@ class Module;
 
 namespace shard {
 
+class CheckpointSaver;
+
 class Runtime {
  public:
   Runtime(std::shared_ptr<torch::nn::Module> root, std::shared_ptr<Rendezvous> rdzv,
@@ -57,6 +59,8 @@ class Runtime {
   const std::shared_ptr<Rendezvous>& rendezvous() const { return rdzv_; }
   CommunicatorPtr replicate_group() const { return replicate_; }
   void set_no_sync(bool v) { no_sync_ = v; }
+  // The checkpoint saver (checkpoint.cpp creates it at the first save).
+  std::shared_ptr<CheckpointSaver>& checkpoint_saver() { return checkpoint_saver_; }
   // Finish everything still in flight (reductions, gathers). Safe twice.
   void finish_all();
   // Collective: gathers one unit at a time, hands its full fp32 parameters
@@ -88,6 +92,8 @@ class Runtime {
   std::deque<Unit*> pending_reductions_;   // FIFO: same order on every rank
   bool backward_started_ = false;
   bool no_sync_ = false;
+  // Last: destroyed first, so its thread ends before anything it may use.
+  std::shared_ptr<CheckpointSaver> checkpoint_saver_;
 };
 
 }  // namespace shard

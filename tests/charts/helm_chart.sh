@@ -4,14 +4,18 @@
 #
 #   helm_chart.sh lint VALUES
 #       helm lint --strict (VALUES = "default" or a values file)
-#   helm_chart.sh render NAME VALUES OUTDIR [--contains REGEX]... [VALIDATOR ARGS]...
-#       helm template into OUTDIR/NAME.yaml, then every object validated
-#       offline (validate_manifests.mjs; VALIDATOR ARGS such as
-#       --expect-kind PodMonitor=1 go to it); each --contains REGEX must match
-#       the rendered manifests (grep -E); NOTES.txt must render too.
-#   helm_chart.sh reject VALUES REGEX...
+#   helm_chart.sh render NAME VALUES OUTDIR [--set KEY=VALUE]... [--contains REGEX]...
+#                        [--notes-contains REGEX]... [--notes-lacks REGEX]... [VALIDATOR ARGS]...
+#       helm template into OUTDIR/NAME.yaml (VALUES plus each --set), then
+#       every object validated offline (validate_manifests.mjs; VALIDATOR ARGS
+#       such as --expect-kind PodMonitor=1 go to it); each --contains REGEX
+#       must match the rendered manifests (grep -E); NOTES.txt must render too
+#       (OUTDIR/NAME.notes.txt, from helm install --dry-run=client), matching
+#       each --notes-contains REGEX and no --notes-lacks REGEX.
+#   helm_chart.sh reject VALUES [--template-only] [--set KEY=VALUE]... REGEX...
 #       helm lint and helm template must both refuse VALUES, and the error
-#       output must match every REGEX (grep -E).
+#       output must match every REGEX (grep -E). --template-only: helm
+#       template alone (a template's `fail` is only logged by helm lint).
 #
 # Environment: GREENSHARD_HELM (default <repo>/.tools/bin/helm), NODE (node).
 set -euo pipefail
@@ -49,9 +53,15 @@ case "$cmd" in
     name=$1 values=$2 out=$3
     shift 3
     mapfile -t va < <(values_args "$values")
-    contains=() vargs=()
+    contains=() vargs=() notes_in=() notes_out=()
     while [ $# -gt 0 ]; do
-      if [ "$1" = --contains ]; then contains+=("$2"); shift 2; else vargs+=("$1"); shift; fi
+      case "$1" in
+        --contains) contains+=("$2"); shift 2 ;;
+        --set) va+=(--set "$2"); shift 2 ;;
+        --notes-contains) notes_in+=("$2"); shift 2 ;;
+        --notes-lacks) notes_out+=("$2"); shift 2 ;;
+        *) vargs+=("$1"); shift ;;
+      esac
     done
     mkdir -p "$out"
     manifest="$out/$name.yaml"
@@ -73,14 +83,36 @@ case "$cmd" in
       echo "helm_chart: NOTES.txt did not render (see $notes)" >&2
       fail=1
     fi
+    for re in "${notes_in[@]}"; do
+      if ! grep -Eq -- "$re" "$notes"; then
+        echo "helm_chart: $notes: nothing matches /$re/" >&2
+        fail=1
+      fi
+    done
+    for re in "${notes_out[@]}"; do
+      if grep -Eq -- "$re" "$notes"; then
+        echo "helm_chart: $notes: /$re/ matches, expected it absent:" >&2
+        grep -E -- "$re" "$notes" >&2
+        fail=1
+      fi
+    done
+    [ $fail -eq 0 ] && echo "helm_chart: $name rendered as expected"
     exit $fail
     ;;
   reject)
     values=$1
     shift
     mapfile -t va < <(values_args "$values")
+    subs=(lint template)
+    while :; do
+      case "${1:-}" in
+        --set) va+=(--set "$2"); shift 2 ;;
+        --template-only) subs=(template); shift ;;
+        *) break ;;
+      esac
+    done
     fail=0
-    for sub in lint template; do
+    for sub in "${subs[@]}"; do
       if [ "$sub" = lint ]; then
         set +e; output=$("$helm" lint --strict "$chart" "${va[@]}" 2>&1); rc=$?; set -e
       else

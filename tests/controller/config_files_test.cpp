@@ -526,7 +526,9 @@ INSTANTIATE_TEST_SUITE_P(
         ChartCase{"the multi-region GPU values", "ci/multi-region-gpu-values.yaml", 3, "electricitymaps",
                   {{"eu-central", "h100-sxm-8"}, {"eu-north", "h200-sxm-8"}, {"us-west", "a100-sxm-8"}}},
         ChartCase{"a Carbon Aware SDK in the cluster", "ci/carbon-aware-sdk-values.yaml", 1, "carbon-aware-sdk",
-                  {{"in-cluster", "h100-sxm-8"}}}),
+                  {{"in-cluster", "h100-sxm-8"}}},
+        ChartCase{"checkpoints in S3 and on a PVC", "ci/s3-checkpoints-values.yaml", 3, "file",
+                  {{"eu-central", "h100-sxm-8"}, {"us-west", "a100-sxm-8"}, {"eu-north", "h200-sxm-8"}}}),
     [](const auto& info) { return gstest::test_name(info.param.sentence); });
 
 // --- a real controller on a Carbon Aware SDK source on loopback --------------

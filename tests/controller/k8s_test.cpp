@@ -75,8 +75,8 @@ json one_case(const std::string& sentence, const KubeObjects& o) {
   return {{"case", sentence}, {"objects", {o.job, o.service, o.config_map}}};
 }
 
-// The chart's worker-defaults.yaml as the real helm renders it.
-std::string helm_worker_defaults(const std::vector<std::string>& extra_args) {
+// A file of the chart's controller ConfigMap as the real helm renders it.
+std::string helm_config_file(const std::string& key, const std::vector<std::string>& extra_args) {
   const char* h = std::getenv("GREENSHARD_HELM");
   const std::string helm = h && *h ? h : (kRepo / ".tools/bin/helm").string();
   std::vector<std::string> argv = {helm, "template", "gs", (kRepo / "charts/greenshard").string(),
@@ -86,7 +86,10 @@ std::string helm_worker_defaults(const std::vector<std::string>& extra_args) {
   if (r.exit_code != 0)
     throw std::runtime_error("helm template failed (scripts/install_helm.sh installs helm): " + r.output);
   YAML::Node cm = YAML::Load(r.output);
-  return cm["data"]["worker-defaults.yaml"].as<std::string>();
+  return cm["data"][key].as<std::string>();
+}
+std::string helm_worker_defaults(const std::vector<std::string>& extra_args) {
+  return helm_config_file("worker-defaults.yaml", extra_args);
 }
 
 GangSpec gang(int nodes, int ppn, int gpus, int attempt = 0) {
@@ -110,17 +113,30 @@ json env_of(const json& job, const std::string& name) {
   return nullptr;
 }
 
+// A region's checkpoint_s3 block as parse_regions_yaml leaves it.
+S3CheckpointConfig s3_config(const std::string& endpoint = "https://minio.example:9000",
+                             const std::string& region = "us-east-1") {
+  S3CheckpointConfig s3;
+  s3.url = "s3://greenshard-ckpt/runs";
+  s3.endpoint = endpoint;
+  s3.region = region;
+  s3.secret = "greenshard-s3";
+  return s3;
+}
+
 struct ManifestCase {
   const char* sentence;
   int nodes, ppn, gpus;
   std::string queue, claim;
+  S3CheckpointConfig s3;
 };
 
 const ManifestCase kManifests[] = {
-    {"one node with one process", 1, 1, 0, "", ""},
-    {"four nodes of eight GPUs with eight processes each", 4, 8, 8, "", ""},
-    {"a Kueue queue creates the Job suspended", 2, 1, 1, "team-a-queue", ""},
-    {"a checkpoint claim is mounted for restarts", 2, 2, 0, "", "greenshard-ckpt"},
+    {"one node with one process", 1, 1, 0, "", "", {}},
+    {"four nodes of eight GPUs with eight processes each", 4, 8, 8, "", "", {}},
+    {"a Kueue queue creates the Job suspended", 2, 1, 1, "team-a-queue", "", {}},
+    {"a checkpoint claim is mounted for restarts", 2, 2, 0, "", "greenshard-ckpt", {}},
+    {"checkpoints in S3 with the credentials mounted from a Secret", 2, 1, 1, "", "", s3_config()},
 };
 
 class ManifestTable : public ::testing::TestWithParam<ManifestCase> {};
@@ -130,6 +146,7 @@ TEST_P(ManifestTable, RendersTheGang) {
   k.namespace_ = "greenshard";
   k.queue_name = c.queue;
   k.checkpoint_claim = c.claim;
+  k.checkpoint_s3 = c.s3;
   KubeObjects o = render_kube_objects(gang(c.nodes, c.ppn, c.gpus, 3), k, std::chrono::seconds(120), "uid-1");
   const json& spec = o.job["spec"];
   EXPECT_EQ(o.name, "gs-jabc123def456ghi-3");
@@ -186,6 +203,7 @@ KubeObjects render_case(const ManifestCase& c, const WorkerDefaults& d = {}) {
   k.namespace_ = "greenshard";
   k.queue_name = c.queue;
   k.checkpoint_claim = c.claim;
+  k.checkpoint_s3 = c.s3;
   return render_kube_objects(gang(c.nodes, c.ppn, c.gpus, 3), k, std::chrono::seconds(120), "uid-1", d);
 }
 
@@ -344,6 +362,11 @@ const BadDefaultsCase kBadDefaults[] = {
      "volumes[0].name: checkpoints is the controller's volume"},
     {"a shm medium outside the enum", "volumes:\n  - name: dshm\n    emptyDir: {medium: Disk}\n",
      "volumes[0].emptyDir.medium: 'Disk' is not one of"},
+    {"a volume named like the controller's S3 credentials", "volumes:\n  - {name: s3-credentials, emptyDir: {}}\n",
+     "volumes[0].name: s3-credentials is the controller's volume"},
+    {"a mount over the S3 credentials",
+     "volumes:\n  - {name: x, emptyDir: {}}\nvolumeMounts:\n  - {name: x, mountPath: /etc/greenshard/s3}\n",
+     "volumeMounts[0].mountPath: /etc/greenshard/s3 is the controller's mount"},
     {"a mount over the checkpoint directory",
      "volumes:\n  - {name: x, emptyDir: {}}\nvolumeMounts:\n  - {name: x, mountPath: /checkpoints}\n",
      "volumeMounts[0].mountPath: /checkpoints is the controller's mount"},
@@ -389,6 +412,138 @@ TEST(ControllerKubeWorkerDefaults, TheFileIsReadFromTheEnvironmentVariable) {
     EXPECT_NE(std::string(e.what()).find("missing.yaml"), std::string::npos) << e.what();
   }
   ::unsetenv("GREENSHARD_WORKER_DEFAULTS_FILE");
+}
+
+// --- where checkpoints live: emptyDir, PVC or S3 ----------------------------
+
+const char* const kJob = "jabc123def456ghi";
+
+const json* mount_at(const json& ctr, const std::string& path) {
+  for (const auto& m : ctr["volumeMounts"])
+    if (m.value("mountPath", "") == path) return &m;
+  return nullptr;
+}
+
+struct StorageCase {
+  const char* sentence;
+  std::string claim;
+  S3CheckpointConfig s3;
+  std::string dir, summary;                // GREENSHARD_CHECKPOINT_DIR, GREENSHARD_SUMMARY_PATH
+  const char* volume;                      // the "checkpoints" volume's source
+  std::optional<std::string> endpoint, region;  // AWS_ENDPOINT_URL_S3, AWS_REGION (nullopt: unset)
+};
+
+const StorageCase kStorage[] = {
+    {"without a claim or S3 checkpoints stay in the pod's emptyDir", "", {},
+     std::string("/checkpoints/") + kJob, std::string("/checkpoints/") + kJob + "/summary.json", "emptyDir",
+     std::nullopt, std::nullopt},
+    {"a claim keeps them on the PVC", "greenshard-ckpt", {},
+     std::string("/checkpoints/") + kJob, std::string("/checkpoints/") + kJob + "/summary.json",
+     "persistentVolumeClaim", std::nullopt, std::nullopt},
+    {"S3 with an endpoint and a region", "", s3_config(),
+     std::string("s3://greenshard-ckpt/runs/") + kJob, "/checkpoints/summary.json", "emptyDir",
+     "https://minio.example:9000", "us-east-1"},
+    {"S3 with the worker's default region", "", s3_config("http://10.0.0.5:9000", ""),
+     std::string("s3://greenshard-ckpt/runs/") + kJob, "/checkpoints/summary.json", "emptyDir",
+     "http://10.0.0.5:9000", std::nullopt},
+};
+
+void PrintTo(const StorageCase& c, std::ostream* os) { *os << c.sentence; }
+
+class CheckpointStorage : public ::testing::TestWithParam<StorageCase> {};
+TEST_P(CheckpointStorage, TheWorkerPodGetsItsCheckpointDirAndNoCredentialInItsSpec) {
+  const auto& c = GetParam();
+  KubeClusterConfig k;
+  k.namespace_ = "greenshard";
+  k.checkpoint_claim = c.claim;
+  k.checkpoint_s3 = c.s3;
+  KubeObjects o = render_kube_objects(gang(2, 1, 1, 0), k, std::chrono::seconds(60), "uid-1");
+  const json& pod = o.job["spec"]["template"]["spec"];
+  const json& ctr = pod["containers"][0];
+  EXPECT_EQ(env_of(o.job, "GREENSHARD_CHECKPOINT_DIR")["value"], c.dir);
+  EXPECT_EQ(env_of(o.job, "GREENSHARD_SUMMARY_PATH")["value"], c.summary);
+  // The summary's directory is a writable mount (the worker creates no
+  // directory for it).
+  const std::string summary_dir = std::filesystem::path(c.summary).parent_path().string();
+  const json* m = mount_at(ctr, c.s3.enabled() ? summary_dir : "/checkpoints");
+  ASSERT_NE(m, nullptr) << summary_dir;
+  EXPECT_EQ(m->value("name", ""), "checkpoints");
+  EXPECT_FALSE(m->value("readOnly", false));
+  const json* ckpt = find_named(pod["volumes"], "checkpoints");
+  ASSERT_NE(ckpt, nullptr);
+  EXPECT_TRUE(ckpt->contains(c.volume)) << ckpt->dump();
+  if (!c.claim.empty()) {
+    EXPECT_EQ((*ckpt)["persistentVolumeClaim"]["claimName"], c.claim);
+  }
+  for (const auto& [name, want] : {std::pair{"AWS_ENDPOINT_URL_S3", c.endpoint}, std::pair{"AWS_REGION", c.region}}) {
+    if (want) {
+      EXPECT_EQ(env_of(o.job, name)["value"], *want) << name;
+    } else {
+      EXPECT_TRUE(env_of(o.job, name).is_null()) << name << " = " << env_of(o.job, name).dump();
+    }
+  }
+  const json* secret = find_named(pod["volumes"], "s3-credentials");
+  if (c.s3.enabled()) {
+    // The Secret: a read-only volume the worker reads its key files from.
+    EXPECT_EQ(env_of(o.job, "GREENSHARD_S3_SECRET_DIR")["value"], "/etc/greenshard/s3");
+    ASSERT_NE(secret, nullptr);
+    EXPECT_EQ((*secret)["secret"]["secretName"], c.s3.secret);
+    const json* sm = mount_at(ctr, "/etc/greenshard/s3");
+    ASSERT_NE(sm, nullptr);
+    EXPECT_EQ(sm->value("name", ""), "s3-credentials");
+    EXPECT_EQ(sm->value("readOnly", false), true);
+  } else {
+    EXPECT_TRUE(env_of(o.job, "GREENSHARD_S3_SECRET_DIR").is_null());
+    EXPECT_EQ(secret, nullptr);
+    EXPECT_EQ(mount_at(ctr, "/etc/greenshard/s3"), nullptr);
+  }
+  // No credential in the pod spec: no such variable, no secretKeyRef, and
+  // not even the key names (the whole Secret is mounted).
+  for (const auto& e : ctr["env"]) {
+    const std::string n = e["name"];
+    EXPECT_TRUE(n != "AWS_ACCESS_KEY_ID" && n != "AWS_SECRET_ACCESS_KEY" && n != "AWS_SESSION_TOKEN") << n;
+    EXPECT_FALSE(e.contains("valueFrom") && e["valueFrom"].contains("secretKeyRef")) << e.dump();
+  }
+  for (const json* obj : {&o.job, &o.service, &o.config_map})
+    for (const char* key : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "secretKeyRef"})
+      EXPECT_EQ(obj->dump().find(key), std::string::npos) << key;
+  Validation v = validate_objects(json::array({one_case(c.sentence, o)}));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+}
+INSTANTIATE_TEST_SUITE_P(ControllerKubeManifest, CheckpointStorage, ::testing::ValuesIn(kStorage),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(ControllerKubeManifest, TheRegionsS3SettingsWinOverTheWorkerDefaultsEnv) {
+  WorkerDefaults d = parse_worker_defaults(
+      "env:\n  - {name: AWS_REGION, value: eu-west-9}\n  - {name: AWS_ENDPOINT_URL_S3, value: 'http://other:1'}\n"
+      "  - {name: NCCL_DEBUG, value: WARN}\n",
+      "worker-defaults.yaml");
+  auto count = [](const json& job, const std::string& name) {
+    int n = 0;
+    for (const auto& e : job["spec"]["template"]["spec"]["containers"][0]["env"]) n += e["name"] == name;
+    return n;
+  };
+  KubeClusterConfig k;
+  k.checkpoint_s3 = s3_config();
+  KubeObjects o = render_kube_objects(gang(1, 1, 0), k, std::chrono::seconds(60), "uid-1", d);
+  EXPECT_EQ(env_of(o.job, "AWS_REGION")["value"], "us-east-1");
+  EXPECT_EQ(env_of(o.job, "AWS_ENDPOINT_URL_S3")["value"], "https://minio.example:9000");
+  EXPECT_EQ(count(o.job, "AWS_REGION"), 1);
+  EXPECT_EQ(count(o.job, "AWS_ENDPOINT_URL_S3"), 1);
+  EXPECT_EQ(env_of(o.job, "NCCL_DEBUG")["value"], "WARN");
+  // Where the region leaves the region unset, or has no S3, the defaults' stay.
+  k.checkpoint_s3 = s3_config("http://10.0.0.5:9000", "");
+  KubeObjects unset = render_kube_objects(gang(1, 1, 0), k, std::chrono::seconds(60), "uid-1", d);
+  EXPECT_EQ(env_of(unset.job, "AWS_REGION")["value"], "eu-west-9");
+  EXPECT_EQ(env_of(unset.job, "AWS_ENDPOINT_URL_S3")["value"], "http://10.0.0.5:9000");
+  EXPECT_EQ(count(unset.job, "AWS_ENDPOINT_URL_S3"), 1);
+  k.checkpoint_s3 = {};
+  KubeObjects none = render_kube_objects(gang(1, 1, 0), k, std::chrono::seconds(60), "uid-1", d);
+  EXPECT_EQ(env_of(none.job, "AWS_REGION")["value"], "eu-west-9");
+  EXPECT_EQ(env_of(none.job, "AWS_ENDPOINT_URL_S3")["value"], "http://other:1");
+  Validation v = validate_objects(json::array({one_case("region's S3 settings", o), one_case("defaults' S3 settings", unset),
+                                               one_case("no S3", none)}));
+  EXPECT_EQ(v.exit_code, 0) << v.output;
 }
 
 // --- the executor against an in-test API server ---------------------------
@@ -1276,4 +1431,204 @@ TEST(ControllerKubeRegions, KubeconfigAndInClusterTogetherAreRefused) {
               std::string::npos)
         << e.what();
   }
+}
+
+// --- a region's checkpoint_s3 block -----------------------------------------
+
+namespace {
+
+std::string s3_regions_yaml(const std::string& block, const std::string& more = "") {
+  return "regions:\n  - {name: eu, executor: kubernetes, kubernetes: {server: 'https://k.example:6443'" + more +
+         ", checkpoint_s3: " + block + "}}\n";
+}
+
+struct GoodS3Case {
+  const char* sentence;
+  std::string block;
+  std::string url, endpoint, region, secret;
+};
+void PrintTo(const GoodS3Case& c, std::ostream* os) { *os << c.sentence; }
+
+const GoodS3Case kGoodS3[] = {
+    {"every key is kept as written",
+     "{url: 's3://greenshard-ckpt/runs/team-a', endpoint: 'https://minio.example:9000', region: us-east-1, "
+     "secret: greenshard-s3}",
+     "s3://greenshard-ckpt/runs/team-a", "https://minio.example:9000", "us-east-1", "greenshard-s3"},
+    {"trailing slashes are dropped", "{url: 's3://ckpt.bucket-1/', endpoint: 'http://10.0.0.5:9000/', secret: s3}",
+     "s3://ckpt.bucket-1", "http://10.0.0.5:9000", "", "s3"},
+    {"an IPv6 endpoint", "{url: 's3://abc', endpoint: 'http://[fd00::5]:9000', region: eu_west, secret: a.b}",
+     "s3://abc", "http://[fd00::5]:9000", "eu_west", "a.b"},
+    {"without a region the worker's default applies",
+     "{secret: greenshard-s3, endpoint: 'https://s3.us-east-1.amazonaws.com', "
+     "url: \"s3://greenshard-ckpt/a/b_c/d.e/(x)'!*\"}",
+     "s3://greenshard-ckpt/a/b_c/d.e/(x)'!*", "https://s3.us-east-1.amazonaws.com", "", "greenshard-s3"},
+};
+
+struct BadS3Case {
+  const char* sentence;
+  std::string block, more;  // more: other keys of the kubernetes: block
+  std::string error;        // a substring of the message
+  std::string never = "";   // must not appear in the message
+};
+void PrintTo(const BadS3Case& c, std::ostream* os) { *os << c.sentence; }
+
+const std::string kS3At = "r.yaml: regions[0].kubernetes.checkpoint_s3";
+
+const BadS3Case kBadS3[] = {
+    {"a URL of another scheme", "{url: 'https://greenshard-ckpt/x', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: must be s3://bucket[/prefix], got 'https://greenshard-ckpt/x'"},
+    {"a URL without a bucket", "{url: 's3:///x', endpoint: 'https://s3.example', secret: s}", "", kS3At + ".url: must be s3://bucket[/prefix]"},
+    {"a bucket of two characters", "{url: 's3://ab', endpoint: 'https://s3.example', secret: s}", "", kS3At + ".url: bucket 'ab' must be 3-63 characters"},
+    {"a bucket of 64 characters", "{url: 's3://" + std::string(64, 'b') + "', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: bucket '" + std::string(64, 'b') + "' must be 3-63 characters"},
+    {"a bucket with capitals", "{url: 's3://GreenShard', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: bucket 'GreenShard' may hold only lowercase letters, digits, '.' and '-'"},
+    {"a bucket with an underscore", "{url: 's3://green_shard', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: bucket 'green_shard' may hold only"},
+    {"a bucket ending in a dash", "{url: 's3://greenshard-/x', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: bucket 'greenshard-' must begin and end with a letter or digit"},
+    {"a bucket with two dots in a row", "{url: 's3://green..shard', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: bucket 'green..shard' must not hold '..'"},
+    {"a bucket that is an IP address", "{url: 's3://192.168.10.1', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: bucket '192.168.10.1' must not be an IP address"},
+    {"a prefix with an empty segment", "{url: 's3://greenshard/a//b', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: prefix 'a//b' has an empty, '.' or '..' segment"},
+    {"a prefix with a dot-dot segment", "{url: 's3://greenshard/a/../b', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: prefix 'a/../b' has an empty"},
+    {"a prefix with a query", "{url: 's3://greenshard/a?b=1', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".url: prefix 'a?b=1' may hold only letters, digits"},
+    {"an endpoint with a path", "{url: 's3://greenshard', endpoint: 'https://minio.example:9000/s3', secret: s}", "",
+     kS3At + ".endpoint: must be http(s)://host[:port] (no path or query), got 'https://minio.example:9000/s3'"},
+    {"an endpoint of another scheme", "{url: 's3://greenshard', endpoint: 'ftp://minio.example', secret: s}", "",
+     kS3At + ".endpoint: must be http(s)://host[:port]"},
+    {"an endpoint without a host", "{url: 's3://greenshard', endpoint: 'https://', secret: s}", "",
+     kS3At + ".endpoint: must be http(s)://host[:port]"},
+    {"an endpoint with a port out of range", "{url: 's3://greenshard', endpoint: 'http://minio:70000', secret: s}", "",
+     kS3At + ".endpoint: port 70000 must be in [1, 65535]"},
+    {"an endpoint with credentials, not echoed",
+     "{url: 's3://greenshard', endpoint: 'https://AKIAEXAMPLE:wJalrXUtnFEMI@minio.example', secret: s}", "",
+     kS3At + ".endpoint: must not hold user information", "wJalrXUtnFEMI"},
+    {"a region with spaces", "{url: 's3://greenshard', region: 'us east 1', endpoint: 'https://s3.example', secret: s}", "",
+     kS3At + ".region: 'us east 1' must be 1-64 letters, digits, '-' or '_'"},
+    {"a secret that is not a DNS name", "{url: 's3://greenshard', endpoint: 'https://s3.example', secret: S3_Creds}", "",
+     kS3At + ".secret: 'S3_Creds' is not a DNS-1123 subdomain (a Secret name)"},
+    {"a URL without a secret", "{url: 's3://greenshard', endpoint: 'https://s3.example'}", "",
+     kS3At + ".secret: required with url (a Secret with keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
+    {"a URL without an endpoint", "{url: 's3://greenshard', region: us-east-1, secret: s}", "",
+     kS3At + ".endpoint: required with url (http(s)://host[:port] of the S3 API"},
+    {"a secret without a URL", "{secret: greenshard-s3}", "", kS3At + ".url: required"},
+    {"an endpoint and region alone", "{endpoint: 'https://s3.example', region: us-east-1}", "", kS3At + ".url: required"},
+    {"an empty block", "{}", "", kS3At + ".url: required"},
+    {"an unknown key", "{bucket: greenshard, url: 's3://greenshard', secret: s}", "",
+     "r.yaml: unknown key 'regions[0].kubernetes.checkpoint_s3.bucket'"},
+    {"a list where the map belongs", "[s3://greenshard]", "", kS3At + ": expected a map"},
+    {"a URL that is a map", "{url: {bucket: greenshard}, secret: s}", "", kS3At + ".url: wrong type"},
+    {"a claim written before S3", "{url: 's3://greenshard', endpoint: 'https://s3.example', secret: s}", ", checkpoint_claim: ckpt",
+     kS3At + ": set checkpoint_claim or checkpoint_s3, not both"},
+};
+
+}  // namespace
+
+class RegionS3 : public ::testing::TestWithParam<GoodS3Case> {};
+TEST_P(RegionS3, IsReadAndNormalised) {
+  const auto& c = GetParam();
+  auto regions = parse_regions_yaml(s3_regions_yaml(c.block), "r.yaml");
+  ASSERT_EQ(regions.size(), 1u);
+  const S3CheckpointConfig& s3 = regions[0].kube.checkpoint_s3;
+  EXPECT_TRUE(s3.enabled());
+  EXPECT_EQ(s3.url, c.url);
+  EXPECT_EQ(s3.endpoint, c.endpoint);
+  EXPECT_EQ(s3.region, c.region);
+  EXPECT_EQ(s3.secret, c.secret);
+  EXPECT_TRUE(regions[0].kube.checkpoint_claim.empty());
+}
+INSTANTIATE_TEST_SUITE_P(ControllerKubeRegions, RegionS3, ::testing::ValuesIn(kGoodS3),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+class BadRegionS3 : public ::testing::TestWithParam<BadS3Case> {};
+TEST_P(BadRegionS3, IsRefusedNamingTheField) {
+  const auto& c = GetParam();
+  try {
+    parse_regions_yaml(s3_regions_yaml(c.block, c.more), "r.yaml");
+    FAIL() << "accepted: " << c.block;
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(c.error), std::string::npos) << msg;
+    if (!c.never.empty()) {
+      EXPECT_EQ(msg.find(c.never), std::string::npos) << msg;
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(ControllerKubeRegions, BadRegionS3, ::testing::ValuesIn(kBadS3),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+TEST(ControllerKubeRegions, AClaimWrittenAfterS3IsRefusedToo) {
+  try {
+    parse_regions_yaml("regions:\n  - name: eu\n    executor: kubernetes\n    kubernetes:\n"
+                       "      server: https://k.example:6443\n"
+                       "      checkpoint_s3: {url: 's3://greenshard', endpoint: 'https://s3.example', secret: s}\n"
+                       "      checkpoint_claim: ckpt\n",
+                       "r.yaml");
+    FAIL() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(kS3At + ": set checkpoint_claim or checkpoint_s3, not both"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The chart's values (ci/s3-checkpoints-values.yaml) through the real helm,
+// the controller's regions parser and the manifest: both S3 regions send a
+// job to the same <url>/<job-id> (a job moved between them resumes), each
+// with its own endpoint; the PVC region mounts its claim.
+TEST(ControllerKubeRegions, TheChartsS3ValuesReachTheWorkerPods) {
+  gstest::TempDir d;
+  make_cert(d, "api");
+  std::filesystem::create_directories(d.file("sa"));
+  std::ofstream(d.file("sa/token")) << "sa-token\n";
+  std::filesystem::copy_file(d.file("api.crt"), d.file("sa/ca.crt"));
+  std::ofstream(d.file("sa/namespace")) << "greenshard";
+  std::ofstream(d.file("kc")) << kubeconfig("https://us-west.example:6443", "", "      token: kc-token\n");
+  ScopedEnv h("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+  ScopedEnv p("KUBERNETES_SERVICE_PORT", "443");
+  std::string text = helm_config_file(
+      "regions.yaml", {"-f", (kRepo / "charts/greenshard/ci/s3-checkpoints-values.yaml").string()});
+  const std::string kc_path = "/etc/greenshard/clusters/us-west/kubeconfig";
+  const size_t at = text.find(kc_path);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, kc_path.size(), d.file("kc"));
+  RegionsFileOptions o;
+  o.service_account_dir = d.file("sa");
+  auto regions = parse_regions_yaml(text, "regions.yaml", o);
+  ASSERT_EQ(regions.size(), 3u);
+  struct Want {
+    std::string dir, endpoint, claim;
+  };
+  const std::map<std::string, Want> want = {
+      {"eu-central", {std::string("s3://greenshard-checkpoints/prod/") + kJob, "http://minio.minio.svc:9000", ""}},
+      {"us-west", {std::string("s3://greenshard-checkpoints/prod/") + kJob, "https://minio.eu-central.example.com", ""}},
+      {"eu-north", {std::string("/checkpoints/") + kJob, "", "greenshard-checkpoints"}},
+  };
+  json cases = json::array();
+  for (const auto& r : regions) {
+    ASSERT_TRUE(want.count(r.name)) << r.name;
+    const Want& w = want.at(r.name);
+    KubeObjects obj = render_kube_objects(gang(2, 1, 8), r.kube, std::chrono::seconds(60), "uid-1");
+    const json& pod = obj.job["spec"]["template"]["spec"];
+    EXPECT_EQ(env_of(obj.job, "GREENSHARD_CHECKPOINT_DIR")["value"], w.dir) << r.name;
+    if (w.claim.empty()) {
+      EXPECT_EQ(env_of(obj.job, "AWS_ENDPOINT_URL_S3")["value"], w.endpoint) << r.name;
+      EXPECT_EQ(env_of(obj.job, "AWS_REGION")["value"], "us-east-1") << r.name;
+      EXPECT_EQ(env_of(obj.job, "GREENSHARD_S3_SECRET_DIR")["value"], "/etc/greenshard/s3") << r.name;
+      ASSERT_NE(find_named(pod["volumes"], "s3-credentials"), nullptr) << r.name;
+      EXPECT_EQ((*find_named(pod["volumes"], "s3-credentials"))["secret"]["secretName"], "greenshard-s3");
+    } else {
+      EXPECT_EQ((*find_named(pod["volumes"], "checkpoints"))["persistentVolumeClaim"]["claimName"], w.claim);
+      EXPECT_EQ(find_named(pod["volumes"], "s3-credentials"), nullptr) << r.name;
+      EXPECT_TRUE(env_of(obj.job, "AWS_ENDPOINT_URL_S3").is_null()) << r.name;
+    }
+    cases.push_back(one_case(r.name, obj));
+  }
+  Validation v = validate_objects(cases);
+  EXPECT_EQ(v.exit_code, 0) << v.output;
 }

@@ -121,33 +121,46 @@ TrainResult fsdp_train(const TrainSpec& spec, const shard::FullyShardOptions& op
   }
   if (!spec.import_path.empty()) shard::import_full_state_dict(fsdp, spec.import_path);
   auto save = [&](int step) {
-    shard::save_checkpoint(fsdp, &opt, spec.ckpt_root, step, "data-position=" + std::to_string(step));
+    shard::CheckpointOptions co;
+    co.async = spec.async_save;
+    co.keep_last = spec.keep_last;
+    shard::save_checkpoint(fsdp, &opt, spec.ckpt_root, step, "data-position=" + std::to_string(step), co);
   };
-  for (int step = r.first_step; step < spec.steps; ++step) {
-    if (step == spec.save_at) save(step);
-    auto [idx, tgt] = make_batch(spec, step);
-    opt.zero_grad();
-    double total = 0;
-    for (int m = 0; m < spec.micro_batches; ++m) {
-      auto x = idx.narrow(0, m * rows + rank * mine, mine);
-      auto y = tgt.narrow(0, m * rows + rank * mine, mine);
-      auto loss = model->loss(model->forward(x), y) / spec.micro_batches;
-      if (m + 1 < spec.micro_batches) {
-        auto guard = fsdp.no_sync();
-        loss.backward();
-      } else {
-        loss.backward();
+  // A failed background save is raised at the next step; any other error
+  // while one is in flight reports the save's failure first (it is the
+  // cause: the other ranks stopped because of it).
+  try {
+    for (int step = r.first_step; step < spec.steps; ++step) {
+      shard::check_checkpoint(fsdp);
+      if (step == spec.save_at || (spec.save_every > 0 && step > 0 && step % spec.save_every == 0)) save(step);
+      auto [idx, tgt] = make_batch(spec, step);
+      opt.zero_grad();
+      double total = 0;
+      for (int m = 0; m < spec.micro_batches; ++m) {
+        auto x = idx.narrow(0, m * rows + rank * mine, mine);
+        auto y = tgt.narrow(0, m * rows + rank * mine, mine);
+        auto loss = model->loss(model->forward(x), y) / spec.micro_batches;
+        if (m + 1 < spec.micro_batches) {
+          auto guard = fsdp.no_sync();
+          loss.backward();
+        } else {
+          loss.backward();
+        }
+        total += loss.item<double>();
       }
-      total += loss.item<double>();
+      // Global mean loss for the log.
+      at::Tensor l = at::full({1}, total, at::kDouble);
+      rdzv->world()->all_reduce(l, shard::ReduceOp::kAvg)->wait();
+      r.losses.push_back(l.item<double>());
+      if (spec.clip > 0) r.grad_norms.push_back(fsdp.clip_grad_norm(spec.clip));
+      opt.step();
     }
-    // Global mean loss for the log.
-    at::Tensor l = at::full({1}, total, at::kDouble);
-    rdzv->world()->all_reduce(l, shard::ReduceOp::kAvg)->wait();
-    r.losses.push_back(l.item<double>());
-    if (spec.clip > 0) r.grad_norms.push_back(fsdp.clip_grad_norm(spec.clip));
-    opt.step();
+    if (spec.save_at == spec.steps && r.first_step < spec.steps) save(spec.steps);
+  } catch (const std::exception&) {
+    shard::wait_for_checkpoint(fsdp);
+    throw;
   }
-  if (spec.save_at == spec.steps && r.first_step < spec.steps) save(spec.steps);
+  shard::wait_for_checkpoint(fsdp);
   auto stats = fsdp.memory();
   if (mem) {
     mem->peak_unsharded = stats.unsharded_peak_bytes;

@@ -25,6 +25,9 @@ struct TrainSpec {
   // ckpt_root; or resume from resume_dir ("latest" = newest DONE one).
   std::string ckpt_root;
   int save_at = -1;
+  int save_every = 0;       // > 0: also save before every step that is a multiple of it
+  bool async_save = false;
+  int keep_last = 0;        // CheckpointOptions::keep_last  // CheckpointOptions::async (checked each step; waited for at the end)
   std::string resume_dir;
   int model_seed = 1234;
   // Consolidated state dict: import before training, export after it.

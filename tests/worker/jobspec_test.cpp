@@ -58,6 +58,12 @@ const SpecCase kSpecs[] = {
     {"zero steps", "schedule: {steps: 0}", "schedule.steps: must be >= 1"},
     {"heads not dividing the width", "model: {embd: 30, heads: 4}", "model.embd: must be >= 1 and divisible"},
     {"a PUE below one", "carbon: {pue: 0.9}", "carbon.pue: must be >= 1.0"},
+    {"a checkpoint root in an S3 bucket", "checkpoint: {dir: 's3://gs-ckpt/team/run1'}", ""},
+    {"an S3 bucket name in upper case", "checkpoint: {dir: 's3://GS-ckpt/run'}",
+     "checkpoint.dir: 's3://GS-ckpt/run' is not an S3 URL (s3://bucket[/prefix]): the bucket name may hold only"},
+    {"an S3 URL without a bucket", "checkpoint: {dir: 's3://'}", "checkpoint.dir: 's3://' is not an S3 URL"},
+    {"an S3 prefix with an empty segment", "checkpoint: {dir: 's3://gs-ckpt/a//b'}", "empty, '.' or '..' segment"},
+    {"asynchronous saves off", "checkpoint: {async: false}", ""},
     {"an unknown log format", "log: {format: xml}", "log.format: must be text or json"},
     {"min_lr above lr", "optimizer: {lr: 0.001, min_lr: 0.01}", "optimizer.min_lr"},
     {"a status URL without scheme", "status: {url: controller:8080/v1}", "status.url: must start with http://"},
@@ -116,7 +122,7 @@ TEST(Spec, TrainIsRequiredAndEnvironmentThenFlagsOverrideTheFile) {
   greenshard::apply_config_text(back, js, "printed");
   EXPECT_EQ(back.carbon.region, "SE");
   EXPECT_EQ(back.metrics.port, 9400);
-  EXPECT_EQ(greenshard::config_fields().size(), 56u) << "--help documents every field";
+  EXPECT_EQ(greenshard::config_fields().size(), 57u) << "--help documents every field";
 }
 
 TEST(Spec, TheShardingStrategiesTheWorkerAcceptsAreExactlyShards) {

@@ -152,10 +152,13 @@ TEST(Worker, KilledRankResumesFromTheNewestDoneCheckpointBitwiseEqualToAnUninter
   EXPECT_GE(job.summary()["resumed_from_step"].get<int>(), 10);
 }
 
-TEST(Worker, SigtermCheckpointsExitsZeroAndTheNextRunContinues) {
+TEST(Worker, SigtermCompletesTheAsyncSaveInFlightCheckpointsExitsZeroAndTheNextRunContinues) {
   Job job(2000);
   const std::string termination_log = job.dir.file("termination-log");
-  gstest::Background launcher(job.args(2), {{"OMP_NUM_THREADS", "1"}, {"GREENSHARD_TERMINATION_LOG", termination_log}});
+  // A save every step, in the background (checkpoint.async is on by
+  // default): SIGTERM finds one in flight.
+  gstest::Background launcher(job.args(2, {"--checkpoint.interval", "1"}),
+                              {{"OMP_NUM_THREADS", "1"}, {"GREENSHARD_TERMINATION_LOG", termination_log}});
   ASSERT_TRUE(wait_for([&] { return job.done(10) || !launcher.running(); }, 120s));
   ASSERT_TRUE(launcher.running());
   kill(launcher.pid(), SIGTERM);  // as Kubernetes does; the launcher forwards it
@@ -177,6 +180,8 @@ TEST(Worker, SigtermCheckpointsExitsZeroAndTheNextRunContinues) {
   EXPECT_GE(stopped, 10);
   EXPECT_LT(stopped, 2000);
   EXPECT_TRUE(job.done(stopped)) << "the checkpoint of the step it stopped at";
+  EXPECT_TRUE(job.done(stopped - 1)) << "the asynchronous save in flight at SIGTERM was completed first";
+  EXPECT_NE(r.output.find("writing in the background"), std::string::npos) << r.output;
   // Continue to a nearer end.
   auto next = job.run(2, {"--schedule.steps", std::to_string(stopped + 5)});
   ASSERT_EQ(next.exit_code, 0) << next.output;

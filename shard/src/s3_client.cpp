@@ -1,0 +1,1194 @@
+// S3 client on libcurl. See s3_client.h for the contract.
+//
+// Signing. libcurl signs every request (CURLOPT_AWS_SIGV4 "aws:amz:<region>:s3",
+// credentials through CURLOPT_USERNAME / CURLOPT_PASSWORD, which is USERPWD
+// without the "user:password" split, so an access key can hold any byte).
+// What libcurl 7.88 (Debian 12) does, from lib/http_aws_sigv4.c of that
+// release, and what this file does about each point:
+//   * It signs "host", "x-amz-date" and every header we pass in
+//     CURLOPT_HTTPHEADER (names lowercased, values trimmed), and nothing curl
+//     adds by itself (Content-Length, Expect, Accept). So every header we pass
+//     is really sent: never a "Name:" entry (curl would drop the header but
+//     still sign it).
+//   * It does not add x-amz-content-sha256 (S3 requires it), but since 7.87 it
+//     takes the payload hash of the canonical request from that header when we
+//     send one (it only hashes CURLOPT_POSTFIELDS otherwise; an upload body
+//     read through a callback would be signed as the empty string). So we
+//     always send x-amz-content-sha256, and its value is what gets signed:
+//       - bodiless requests: the SHA-256 of the empty string;
+//       - a body over https://: "UNSIGNED-PAYLOAD", which S3 accepts for any
+//         request (TLS already protects the body; the AWS SDKs do the same
+//         for S3 over HTTPS, and it saves hashing gigabytes of checkpoint);
+//       - a body over plain http:// (an in-cluster MinIO, say): the real
+//         SHA-256 of the body (OpenSSL libcrypto), so the signature covers
+//         the bytes too and S3 rejects a body changed on the way.
+//   * The canonical URI and query string are the URL's path and query exactly
+//     as given (7.88 neither re-encodes nor sorts them). So we build them
+//     canonical ourselves: the key RFC 3986-encoded once with '/' kept (S3's
+//     rule; CURLOPT_PATH_AS_IS stops curl from collapsing "." and ".."), and
+//     the query sorted by name with every "name=value" encoded
+//     (detail::canonical_query; "?uploads" is sent as "?uploads=").
+//
+// XML. The few responses we read (ListBucketResult,
+// InitiateMultipartUploadResult, CompleteMultipartUploadResult, Error) are
+// flat, so a small tag extractor reads them: element text cannot contain a raw
+// '<' (XML escapes it), so searching for "<Name>" / "</Name>" cannot be fooled
+// by a key's content; entities (&amp; &#38; ...) are decoded. No XML library.
+#include "s3_client.h"
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <sys/stat.h>
+#include <thread>
+
+namespace shard::s3 {
+namespace {
+
+constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+constexpr size_t kMaxErrorBody = 64 * 1024;  // of a non-2xx response body we keep
+constexpr size_t kMaxPooledHandles = 32;
+
+std::once_flag g_curl_once;
+
+void curl_global() {
+  std::call_once(g_curl_once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw std::runtime_error("s3: curl_global_init failed");
+  });
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+bool is_alnum(char c) { return is_digit(c) || is_lower(c) || (c >= 'A' && c <= 'Z'); }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+std::string trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && is_space(s[b])) ++b;
+  while (e > b && is_space(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+// "" when e is http(s)://host[:port] (an optional trailing '/' allowed), with
+// *base set to it without the '/'; otherwise what is wrong with it.
+std::string check_endpoint(const std::string& e, std::string* base, bool* https) {
+  std::string rest, scheme;
+  if (e.rfind("http://", 0) == 0) {
+    scheme = "http://";
+  } else if (e.rfind("https://", 0) == 0) {
+    scheme = "https://";
+  } else {
+    return "must start with http:// or https://";
+  }
+  rest = e.substr(scheme.size());
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.empty()) return "has no host";
+  std::string host, after;
+  if (rest[0] == '[') {  // IPv6 literal
+    size_t close = rest.find(']');
+    if (close == std::string::npos || close == 1) return "has a bad IPv6 host";
+    for (size_t i = 1; i < close; ++i) {
+      char c = rest[i];
+      if (!(is_alnum(c) || c == ':' || c == '.')) return "has a bad IPv6 host";
+    }
+    host = rest.substr(0, close + 1);
+    after = rest.substr(close + 1);
+  } else {
+    size_t colon = rest.find(':');
+    host = rest.substr(0, colon);
+    after = colon == std::string::npos ? "" : rest.substr(colon);
+    if (host.empty()) return "has no host";
+    for (char c : host) {
+      if (!(is_alnum(c) || c == '.' || c == '-' || c == '_')) {
+        return "must be just http(s)://host[:port] (no path, query or user info)";
+      }
+    }
+  }
+  if (!after.empty()) {
+    if (after[0] != ':') return "must be just http(s)://host[:port] (no path, query or user info)";
+    std::string port = after.substr(1);
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), is_digit)) {
+      return "has a bad port";
+    }
+    int p = std::stoi(port);
+    if (p < 1 || p > 65535) return "has a bad port";
+  }
+  *base = scheme + rest;
+  *https = scheme == "https://";
+  return "";
+}
+
+// "" when the bucket name follows the S3 naming rules, else why not.
+std::string check_bucket(const std::string& b) {
+  if (b.empty()) return "is empty";
+  if (b.size() < 3 || b.size() > 63) return "must be 3 to 63 characters long";
+  for (char c : b) {
+    if (!(is_lower(c) || is_digit(c) || c == '.' || c == '-')) {
+      return "may only hold lowercase letters, digits, '.' and '-'";
+    }
+  }
+  if (!is_alnum(b.front()) || !is_alnum(b.back())) return "must start and end with a letter or digit";
+  if (b.find("..") != std::string::npos) return "must not hold \"..\"";
+  // Not formatted as an IPv4 address.
+  int dots = 0;
+  bool ip = true;
+  for (char c : b) {
+    if (c == '.') ++dots;
+    else if (!is_digit(c)) ip = false;
+  }
+  if (ip && dots == 3) return "must not look like an IP address";
+  return "";
+}
+
+void require_bucket(const std::string& bucket) {
+  std::string why = check_bucket(bucket);
+  if (!why.empty()) throw std::invalid_argument("s3: bad bucket name \"" + bucket + "\": " + why);
+}
+
+void require_key(const std::string& bucket, const std::string& key) {
+  require_bucket(bucket);
+  if (key.empty()) throw std::invalid_argument("s3: empty object key in bucket " + bucket);
+  if (key.size() > 1024) throw std::invalid_argument("s3: object key longer than 1024 bytes in bucket " + bucket);
+}
+
+std::string s3_url(const std::string& bucket, const std::string& key) {
+  return key.empty() ? "s3://" + bucket : "s3://" + bucket + "/" + key;
+}
+
+void append_utf8(std::string& out, unsigned long cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// XML character data with the predefined entities and character references decoded.
+std::string xml_unescape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '&') {
+      out += s[i];
+      continue;
+    }
+    size_t semi = s.find(';', i);
+    if (semi == std::string::npos || semi - i > 12) {
+      out += s[i];  // not an entity: keep the '&'
+      continue;
+    }
+    std::string ent = s.substr(i + 1, semi - i - 1);
+    unsigned long cp = 0;
+    bool ok = true;
+    if (ent == "amp") cp = '&';
+    else if (ent == "lt") cp = '<';
+    else if (ent == "gt") cp = '>';
+    else if (ent == "quot") cp = '"';
+    else if (ent == "apos") cp = '\'';
+    else if (ent.size() > 1 && ent[0] == '#') {
+      const bool hex = ent[1] == 'x' || ent[1] == 'X';
+      std::string digits = ent.substr(hex ? 2 : 1);
+      char* end = nullptr;
+      cp = digits.empty() ? 0 : std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
+      ok = !digits.empty() && end && *end == '\0' && cp > 0 && cp <= 0x10FFFF;
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      out += s[i];
+      continue;
+    }
+    append_utf8(out, cp);
+    i = semi;
+  }
+  return out;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// The next element <name>, <name attrs...> or <name/> at or after pos: sets
+// [*inner_b, *inner_e) to its content and *after past its end tag.
+bool xml_find(const std::string& xml, const std::string& name, size_t pos, size_t* inner_b,
+              size_t* inner_e, size_t* after) {
+  const std::string open = "<" + name;
+  const std::string close = "</" + name + ">";
+  while (true) {
+    size_t p = xml.find(open, pos);
+    if (p == std::string::npos) return false;
+    size_t q = p + open.size();
+    if (q >= xml.size()) return false;
+    const char c = xml[q];
+    if (c != '>' && c != '/' && !is_space(c)) {  // a longer name, e.g. <KeyCount> for <Key>
+      pos = q;
+      continue;
+    }
+    size_t gt = xml.find('>', q);
+    if (gt == std::string::npos) return false;
+    if (xml[gt - 1] == '/') {  // <name/>
+      *inner_b = *inner_e = *after = gt + 1;
+      return true;
+    }
+    size_t e = xml.find(close, gt + 1);
+    if (e == std::string::npos) return false;
+    *inner_b = gt + 1;
+    *inner_e = e;
+    *after = e + close.size();
+    return true;
+  }
+}
+
+// Every element `name` of xml, raw (not unescaped): for <Contents> blocks.
+std::vector<std::string> xml_blocks(const std::string& xml, const std::string& name) {
+  std::vector<std::string> out;
+  size_t pos = 0, b = 0, e = 0;
+  while (xml_find(xml, name, pos, &b, &e, &pos)) out.push_back(xml.substr(b, e - b));
+  return out;
+}
+
+// Name of the root element ("" when there is none): skips the <?xml ...?>
+// declaration, comments and whitespace.
+std::string xml_root(const std::string& xml) {
+  size_t i = 0;
+  while (i < xml.size()) {
+    if (is_space(xml[i])) {
+      ++i;
+    } else if (xml.compare(i, 2, "<?") == 0) {
+      size_t e = xml.find("?>", i);
+      if (e == std::string::npos) return "";
+      i = e + 2;
+    } else if (xml.compare(i, 4, "<!--") == 0) {
+      size_t e = xml.find("-->", i);
+      if (e == std::string::npos) return "";
+      i = e + 3;
+    } else if (xml[i] == '<') {
+      size_t e = i + 1;
+      while (e < xml.size() && xml[e] != '>' && xml[e] != '/' && !is_space(xml[e])) ++e;
+      return xml.substr(i + 1, e - i - 1);
+    } else {
+      return "";
+    }
+  }
+  return "";
+}
+
+// Decoding for ListObjectsV2 with encoding-type=url (S3 encodes ' ' as '+').
+std::string url_decode_plus(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hexval = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+      out += static_cast<char>(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// Printable excerpt of a non-XML error body (an HTML page from a proxy, say).
+std::string excerpt(const std::string& body) {
+  std::string out;
+  for (char c : body.substr(0, 200)) out += (c >= 0x20 && c < 0x7F) ? c : ' ';
+  return trim(out);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+bool has_control(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
+}
+
+// ---------------------------------------------------------------- requests --
+
+struct Request {
+  std::string method;  // GET HEAD PUT POST DELETE
+  std::string bucket, key;
+  std::vector<std::pair<std::string, std::string>> query;
+  std::vector<std::string> headers;  // "Name: value", each one sent (and signed)
+  const char* body = nullptr;        // PUT / POST
+  size_t body_len = 0;
+  // get_range: a 2xx body goes to dst (exactly dst_len bytes from dst_offset).
+  char* dst = nullptr;
+  size_t dst_len = 0;
+  int64_t dst_offset = 0;
+  // CompleteMultipartUpload may answer 200 with an <Error> body, to be retried.
+  bool error_in_200 = false;
+};
+
+struct Response {
+  long status = 0;
+  std::string body;  // the 2xx body (unless dst), or up to kMaxErrorBody of an error body
+  std::vector<std::pair<std::string, std::string>> headers;  // of the last response; names lowercased
+  size_t dst_written = 0;
+  int64_t body_seen = 0;     // body bytes received
+  int64_t body_base = -1;    // object offset of the first body byte (dst mode; -1: not known yet)
+  bool dst_done = false;     // dst is full and the server sent more: we stopped the transfer
+  bool dst_bad_range = false;  // a 206 without a usable Content-Range
+  std::string callback_error;  // an exception in a callback (out of memory), which stopped the transfer
+  int attempts = 0;
+
+  std::optional<std::string> header(const std::string& name) const {
+    for (const auto& [k, v] : headers) {
+      if (k == name) return v;
+    }
+    return std::nullopt;
+  }
+  bool ok() const { return status >= 200 && status < 300; }
+};
+
+struct Transfer {
+  const Request* req;
+  Response* resp;
+  size_t read_pos = 0;
+};
+
+// Exceptions must not cross libcurl's C frames: a callback that throws stops
+// the transfer instead, and perform() reports it.
+template <class F>
+size_t guarded(Transfer* t, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    t->resp->callback_error = e.what();
+  } catch (...) {
+    t->resp->callback_error = "unknown exception";
+  }
+  return 0;
+}
+
+size_t on_header_impl(char* data, size_t size, size_t nitems, void* userdata) {
+  auto* t = static_cast<Transfer*>(userdata);
+  const size_t n = size * nitems;
+  std::string line(data, n);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  if (line.rfind("HTTP/", 0) == 0) {  // a new status line (also after "100 Continue")
+    size_t sp = line.find(' ');
+    t->resp->status = sp == std::string::npos ? 0 : std::strtol(line.c_str() + sp + 1, nullptr, 10);
+    t->resp->headers.clear();
+    return n;
+  }
+  size_t colon = line.find(':');
+  if (colon == std::string::npos) return n;
+  std::string name = lower(trim(line.substr(0, colon)));
+  std::string value = trim(line.substr(colon + 1));
+  if (name == "content-length" && t->resp->ok() && !t->req->dst && t->req->method == "GET") {
+    const long long len = std::strtoll(value.c_str(), nullptr, 10);
+    if (len > 0) t->resp->body.reserve(static_cast<size_t>(len));
+  }
+  t->resp->headers.emplace_back(std::move(name), std::move(value));
+  return n;
+}
+
+size_t on_header(char* data, size_t size, size_t nitems, void* userdata) {
+  return guarded(static_cast<Transfer*>(userdata), [&] { return on_header_impl(data, size, nitems, userdata); });
+}
+
+size_t on_write_impl(char* data, size_t size, size_t nmemb, void* userdata) {
+  auto* t = static_cast<Transfer*>(userdata);
+  Response& r = *t->resp;
+  const Request& q = *t->req;
+  const size_t n = size * nmemb;
+  if (q.dst && r.ok()) {
+    if (r.body_base < 0) {
+      // Where the body starts in the object: Content-Range for a 206; 0 for a
+      // 200 (the server ignored Range and sends the whole object).
+      r.body_base = 0;
+      if (r.status == 206) {
+        auto cr = r.header("content-range");
+        long long first = -1, last = -1;
+        if (!cr || std::sscanf(cr->c_str(), "bytes %lld-%lld", &first, &last) != 2 || first < 0 || last < first) {
+          r.dst_bad_range = true;
+          return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+        }
+        r.body_base = first;
+      }
+    }
+    // Keep the window [dst_offset, dst_offset + dst_len) of what comes. A
+    // server may send more than asked (s3rver answers "bytes=0-0" with the
+    // whole object from 0); once the window is full, stop the transfer.
+    const int64_t begin = r.body_base + r.body_seen, end = begin + static_cast<int64_t>(n);
+    const int64_t win_end = q.dst_offset + static_cast<int64_t>(q.dst_len);
+    const int64_t wb = std::max(begin, q.dst_offset);
+    const int64_t we = std::min(end, win_end);
+    if (we > wb) {
+      std::memcpy(q.dst + (wb - q.dst_offset), data + (wb - begin), static_cast<size_t>(we - wb));
+      r.dst_written += static_cast<size_t>(we - wb);
+    }
+    r.body_seen += static_cast<int64_t>(n);
+    if (end > win_end && r.dst_written == q.dst_len) {
+      r.dst_done = true;
+      return 0;  // aborts the transfer (CURLE_WRITE_ERROR); perform() takes it as done
+    }
+    return n;
+  }
+  if (!r.ok() && r.body.size() >= kMaxErrorBody) return n;  // enough of an error page
+  r.body.append(data, n);
+  r.body_seen += static_cast<int64_t>(n);
+  return n;
+}
+
+size_t on_write(char* data, size_t size, size_t nmemb, void* userdata) {
+  return guarded(static_cast<Transfer*>(userdata), [&] { return on_write_impl(data, size, nmemb, userdata); });
+}
+
+size_t on_read(char* buffer, size_t size, size_t nitems, void* userdata) {
+  auto* t = static_cast<Transfer*>(userdata);
+  const size_t want = size * nitems;
+  const size_t left = t->req->body_len - t->read_pos;
+  const size_t n = std::min(want, left);
+  if (n) std::memcpy(buffer, t->req->body + t->read_pos, n);
+  t->read_pos += n;
+  return n;
+}
+
+// curl rewinds the body when it must send it again (a reused connection that
+// turned out dead, say).
+int on_seek(void* userdata, curl_off_t offset, int origin) {
+  auto* t = static_cast<Transfer*>(userdata);
+  if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > t->req->body_len) {
+    return CURL_SEEKFUNC_CANTSEEK;
+  }
+  t->read_pos = static_cast<size_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+bool retryable_transport(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void backoff(int attempt) {
+  // 100 ms, 200 ms, 400 ms, ... up to 2 s, with +-25% jitter.
+  thread_local std::mt19937 rng{std::random_device{}()};
+  const double base = std::min(2000.0, 100.0 * static_cast<double>(1 << std::min(attempt, 10)));
+  std::uniform_real_distribution<double> jitter(0.75, 1.25);
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long>(base * jitter(rng))));
+}
+
+struct SlistDeleter {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
+
+std::string attempts_note(int attempts) {
+  return attempts > 1 ? " (" + std::to_string(attempts) + " attempts)" : "";
+}
+
+Error http_error(const std::string& op, const Response& r) {
+  std::string code, message;
+  if (xml_root(r.body) == "Error") {
+    code = trim(detail::xml_text(r.body, "Code").value_or(""));
+    message = trim(detail::xml_text(r.body, "Message").value_or(""));
+  }
+  std::string what = "s3: " + op + ": HTTP " + std::to_string(r.status);
+  if (!code.empty()) what += " " + code;
+  if (!message.empty()) {
+    what += ": " + message;
+  } else if (code.empty() && !r.body.empty()) {
+    what += ": " + excerpt(r.body);
+  }
+  return Error(what + attempts_note(r.attempts), static_cast<int>(r.status), code);
+}
+
+std::string error_code(const Response& r) {
+  if (xml_root(r.body) != "Error") return "";
+  return trim(detail::xml_text(r.body, "Code").value_or(""));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ detail --
+
+namespace detail {
+
+std::string uri_encode(const std::string& s, bool keep_slash) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size() * 3);
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (is_alnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string canonical_query(std::vector<std::pair<std::string, std::string>> params) {
+  for (auto& [k, v] : params) {
+    k = uri_encode(k, false);
+    v = uri_encode(v, false);
+  }
+  std::sort(params.begin(), params.end());
+  std::string out;
+  for (const auto& [k, v] : params) {
+    if (!out.empty()) out += '&';
+    out += k + "=" + v;
+  }
+  return out;
+}
+
+std::string sha256_hex(const void* data, size_t n) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr) != 1 || len != 32) {
+    throw std::runtime_error("s3: SHA-256 failed (OpenSSL EVP_Digest)");
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+std::optional<std::string> xml_text(const std::string& xml, const std::string& name) {
+  size_t b = 0, e = 0, after = 0;
+  if (!xml_find(xml, name, 0, &b, &e, &after)) return std::nullopt;
+  return xml_unescape(xml.substr(b, e - b));
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------- environment --
+
+namespace {
+
+// The content of dir/name, trimmed. nullopt when the file does not exist and
+// !required; std::invalid_argument naming it on any other failure.
+std::optional<std::string> read_secret_file(const std::string& dir, const std::string& name, bool required) {
+  const std::string path = dir + "/" + name;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT && !required) return std::nullopt;
+    throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": cannot read " + name + " (" + path +
+                                "): " + std::strerror(err));
+  }
+  std::string content;
+  char buf[4096];
+  while (true) {
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": cannot read " + name + " (" + path +
+                                  "): " + std::strerror(err));
+    }
+    if (r == 0) break;
+    content.append(buf, static_cast<size_t>(r));
+    if (content.size() > (1 << 20)) {
+      ::close(fd);
+      throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": " + name + " is larger than 1 MiB");
+    }
+  }
+  ::close(fd);
+  content = trim(content);
+  if (content.empty() && required) {
+    throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": " + name + " (" + path + ") is empty");
+  }
+  if (content.empty()) return std::nullopt;
+  return content;
+}
+
+void check_credential(const std::string& name, const std::string& value) {
+  if (has_control(value)) {
+    throw std::invalid_argument("s3: " + name + " holds a control character (a stray newline?)");
+  }
+}
+
+std::string check_region(const std::string& r) {
+  if (r.empty()) return "is empty";
+  if (r.size() > 64) return "is too long";
+  for (char c : r) {
+    if (!(is_lower(c) || is_digit(c) || c == '-')) return "may only hold lowercase letters, digits and '-'";
+  }
+  return "";
+}
+
+}  // namespace
+
+Config config_from_env(const std::function<const char*(const char*)>& getenv_fn) {
+  auto get = [&](const char* name) -> std::optional<std::string> {
+    const char* v = getenv_fn ? getenv_fn(name) : std::getenv(name);
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+  Config c;
+
+  std::string ep_var = "AWS_ENDPOINT_URL_S3";
+  auto ep = get("AWS_ENDPOINT_URL_S3");
+  if (!ep) {
+    ep_var = "AWS_ENDPOINT_URL";
+    ep = get("AWS_ENDPOINT_URL");
+  }
+  if (!ep) {
+    throw std::invalid_argument(
+        "s3: AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL) is not set; it names the S3 endpoint, e.g. "
+        "http://minio:9000 or https://s3.us-east-1.amazonaws.com");
+  }
+  bool https = false;
+  std::string why = check_endpoint(*ep, &c.endpoint, &https);
+  if (!why.empty()) {
+    throw std::invalid_argument("s3: " + ep_var + "=" + *ep + " " + why + " (want http(s)://host[:port])");
+  }
+
+  if (auto r = get("AWS_REGION")) {
+    why = check_region(*r);
+    if (!why.empty()) throw std::invalid_argument("s3: AWS_REGION=" + *r + " " + why);
+    c.region = *r;
+  } else if (auto dr = get("AWS_DEFAULT_REGION")) {
+    why = check_region(*dr);
+    if (!why.empty()) throw std::invalid_argument("s3: AWS_DEFAULT_REGION=" + *dr + " " + why);
+    c.region = *dr;
+  }
+
+  if (auto dir = get("GREENSHARD_S3_SECRET_DIR")) {
+    struct stat st {};
+    if (::stat(dir->c_str(), &st) != 0) {
+      throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + *dir + ": " + std::strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + *dir + " is not a directory");
+    }
+    c.access_key = *read_secret_file(*dir, "AWS_ACCESS_KEY_ID", true);
+    c.secret_key = *read_secret_file(*dir, "AWS_SECRET_ACCESS_KEY", true);
+    c.session_token = read_secret_file(*dir, "AWS_SESSION_TOKEN", false).value_or("");
+  } else {
+    auto ak = get("AWS_ACCESS_KEY_ID");
+    if (!ak) throw std::invalid_argument("s3: AWS_ACCESS_KEY_ID is not set (or set GREENSHARD_S3_SECRET_DIR)");
+    auto sk = get("AWS_SECRET_ACCESS_KEY");
+    if (!sk) throw std::invalid_argument("s3: AWS_SECRET_ACCESS_KEY is not set (or set GREENSHARD_S3_SECRET_DIR)");
+    c.access_key = *ak;
+    c.secret_key = *sk;
+    c.session_token = get("AWS_SESSION_TOKEN").value_or("");
+  }
+  check_credential("AWS_ACCESS_KEY_ID", c.access_key);
+  check_credential("AWS_SECRET_ACCESS_KEY", c.secret_key);
+  check_credential("AWS_SESSION_TOKEN", c.session_token);
+  return c;
+}
+
+// --------------------------------------------------------------------- URLs --
+
+bool is_s3_url(const std::string& s) { return s.rfind("s3://", 0) == 0; }
+
+Url parse_url(const std::string& s) {
+  if (!is_s3_url(s)) throw std::invalid_argument("s3: not an s3:// URL: \"" + s + "\"");
+  const std::string rest = s.substr(5);
+  const size_t slash = rest.find('/');
+  Url u;
+  u.bucket = rest.substr(0, slash);
+  std::string why = check_bucket(u.bucket);
+  if (!why.empty()) throw std::invalid_argument("s3: bad bucket name \"" + u.bucket + "\" in " + s + ": " + why);
+  if (slash != std::string::npos) {
+    std::string p = rest.substr(slash + 1);
+    size_t b = p.find_first_not_of('/');
+    size_t e = p.find_last_not_of('/');
+    u.prefix = b == std::string::npos ? "" : p.substr(b, e - b + 1);
+  }
+  return u;
+}
+
+// ------------------------------------------------------------------- client --
+
+struct Client::Impl {
+  Config cfg;
+  std::string base;  // scheme://host[:port]
+  bool https = false;
+  std::string sigv4;  // "aws:amz:<region>:s3"
+  std::mutex mu;
+  std::vector<CURL*> pool;
+
+  ~Impl() {
+    for (CURL* h : pool) curl_easy_cleanup(h);
+  }
+
+  CURL* acquire() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!pool.empty()) {
+        CURL* h = pool.back();
+        pool.pop_back();
+        return h;
+      }
+    }
+    CURL* h = curl_easy_init();
+    if (!h) throw std::runtime_error("s3: curl_easy_init failed");
+    return h;
+  }
+
+  void release(CURL* h, bool healthy) {
+    if (healthy) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (pool.size() < kMaxPooledHandles) {
+        pool.push_back(h);
+        return;
+      }
+    }
+    curl_easy_cleanup(h);
+  }
+
+  // One request, retried on connection errors and 5xx/429. Returns the last
+  // response, whatever its status; throws Error when no response came.
+  Response perform(const Request& req, const std::string& op) {
+    std::string url = base + "/" + req.bucket;
+    if (!req.key.empty()) url += "/" + detail::uri_encode(req.key, true);
+    const std::string query = detail::canonical_query(req.query);
+    if (!query.empty()) url += "?" + query;
+
+    // The payload hash curl signs (see the top of this file).
+    std::string payload_hash = kEmptySha256;
+    if (req.body_len > 0) payload_hash = https ? "UNSIGNED-PAYLOAD" : detail::sha256_hex(req.body, req.body_len);
+
+    Slist headers;
+    auto add_header = [&](const std::string& h) {
+      curl_slist* l = curl_slist_append(headers.get(), h.c_str());
+      if (!l) throw std::bad_alloc();
+      if (!headers) headers.reset(l);  // later appends keep the same head
+    };
+    add_header("x-amz-content-sha256: " + payload_hash);
+    if (!cfg.session_token.empty()) add_header("x-amz-security-token: " + cfg.session_token);
+    for (const auto& h : req.headers) add_header(h);
+
+    const int attempts = 1 + std::max(0, cfg.retries);
+    for (int attempt = 0;; ++attempt) {
+      Response resp;
+      resp.attempts = attempt + 1;
+      Transfer t{&req, &resp};
+      char errbuf[CURL_ERROR_SIZE] = {0};
+      CURL* h = acquire();
+      curl_easy_reset(h);
+      curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+      curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+      curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+      curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+      curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(cfg.timeout.count()));
+      curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg.timeout.count()));
+      curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+      curl_easy_setopt(h, CURLOPT_USERAGENT, "greenshard-s3/1");
+      curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
+      curl_easy_setopt(h, CURLOPT_USERNAME, cfg.access_key.c_str());
+      curl_easy_setopt(h, CURLOPT_PASSWORD, cfg.secret_key.c_str());
+      curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+      curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+      curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+      curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+      curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+      curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+      if (req.method == "HEAD") {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+      } else if (req.method == "PUT") {
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, &t);
+        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(h, CURLOPT_SEEKDATA, &t);
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body_len));
+        curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024L);
+      } else if (req.method == "POST") {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body ? req.body : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body_len));
+      } else if (req.method == "DELETE") {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
+      } else {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+      }
+
+      const CURLcode rc = curl_easy_perform(h);
+      if (rc == CURLE_OK) {
+        long status = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        resp.status = status;
+      }
+      // Clear what points into this frame before the handle goes back to the pool.
+      curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+      curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+      release(h, rc == CURLE_OK);
+
+      if (rc == CURLE_WRITE_ERROR && resp.dst_done) return resp;  // got all we asked for
+      if (!resp.callback_error.empty()) {
+        throw Error("s3: " + op + ": " + resp.callback_error, static_cast<int>(resp.status));
+      }
+      if (rc == CURLE_WRITE_ERROR && resp.dst_bad_range) {
+        throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without a valid Content-Range",
+                    static_cast<int>(resp.status));
+      }
+      if (rc == CURLE_OK) {
+        const bool error_200 = req.error_in_200 && resp.status == 200 && xml_root(resp.body) == "Error";
+        const bool retry = resp.status >= 500 || resp.status == 429 || error_200;
+        if (!retry || attempt + 1 >= attempts) return resp;
+        backoff(attempt);
+        continue;
+      }
+      std::string what = curl_easy_strerror(rc);
+      if (errbuf[0]) what += std::string(" (") + errbuf + ")";
+      if (!retryable_transport(rc) || attempt + 1 >= attempts) {
+        throw Error("s3: " + op + ": " + what + attempts_note(attempt + 1), 0);
+      }
+      backoff(attempt);
+    }
+  }
+};
+
+Client::Client(Config config) : impl_(std::make_unique<Impl>()) {
+  curl_global();
+  std::string why = check_endpoint(config.endpoint, &impl_->base, &impl_->https);
+  if (!why.empty()) {
+    throw std::invalid_argument("s3: endpoint \"" + config.endpoint + "\" " + why + " (want http(s)://host[:port])");
+  }
+  why = check_region(config.region);
+  if (!why.empty()) throw std::invalid_argument("s3: region \"" + config.region + "\" " + why);
+  check_credential("access key", config.access_key);
+  check_credential("secret key", config.secret_key);
+  check_credential("session token", config.session_token);
+  impl_->sigv4 = "aws:amz:" + config.region + ":s3";
+  impl_->cfg = std::move(config);
+}
+
+Client::~Client() = default;
+
+const Config& Client::config() const { return impl_->cfg; }
+
+void Client::create_bucket(const std::string& bucket) {
+  require_bucket(bucket);
+  Request r;
+  r.method = "PUT";
+  r.bucket = bucket;
+  std::string body;
+  if (impl_->cfg.region != "us-east-1") {  // us-east-1 takes no LocationConstraint
+    body = "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LocationConstraint>" +
+           impl_->cfg.region + "</LocationConstraint></CreateBucketConfiguration>";
+    r.body = body.data();
+    r.body_len = body.size();
+  }
+  const std::string op = "PUT " + s3_url(bucket, "") + " (create bucket)";
+  Response resp = impl_->perform(r, op);
+  if (resp.ok()) return;
+  // AWS answers BucketAlreadyOwnedByYou for our own bucket; s3rver (and S3
+  // for a name taken by anyone) BucketAlreadyExists. Either way it exists; a
+  // bucket of someone else's fails on first use with AccessDenied.
+  const std::string code = error_code(resp);
+  if (resp.status == 409 && (code == "BucketAlreadyOwnedByYou" || code == "BucketAlreadyExists")) return;
+  throw http_error(op, resp);
+}
+
+void Client::put(const std::string& bucket, const std::string& key, const void* data, size_t n) {
+  require_key(bucket, key);
+  Request r;
+  r.method = "PUT";
+  r.bucket = bucket;
+  r.key = key;
+  r.headers = {"Content-Type: application/octet-stream"};
+  r.body = static_cast<const char*>(data);
+  r.body_len = n;
+  const std::string op = "PUT " + s3_url(bucket, key);
+  Response resp = impl_->perform(r, op);
+  if (!resp.ok()) throw http_error(op, resp);
+}
+
+std::optional<int64_t> Client::head(const std::string& bucket, const std::string& key) {
+  require_key(bucket, key);
+  Request r;
+  r.method = "HEAD";
+  r.bucket = bucket;
+  r.key = key;
+  const std::string op = "HEAD " + s3_url(bucket, key);
+  Response resp = impl_->perform(r, op);
+  if (resp.status == 404) return std::nullopt;  // a HEAD error has no body to tell key from bucket
+  if (!resp.ok()) throw http_error(op, resp);
+  auto len = resp.header("content-length");
+  if (!len || len->empty() || !std::all_of(len->begin(), len->end(), is_digit)) {
+    throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without a valid Content-Length",
+                static_cast<int>(resp.status));
+  }
+  return static_cast<int64_t>(std::stoll(*len));
+}
+
+std::optional<std::string> Client::get(const std::string& bucket, const std::string& key) {
+  require_key(bucket, key);
+  Request r;
+  r.method = "GET";
+  r.bucket = bucket;
+  r.key = key;
+  const std::string op = "GET " + s3_url(bucket, key);
+  Response resp = impl_->perform(r, op);
+  if (resp.status == 404) {
+    const std::string code = error_code(resp);
+    if (code.empty() || code == "NoSuchKey") return std::nullopt;
+  }
+  if (!resp.ok()) throw http_error(op, resp);
+  if (auto len = resp.header("content-length")) {
+    if (!len->empty() && std::all_of(len->begin(), len->end(), is_digit) &&
+        std::stoull(*len) != resp.body.size()) {
+      throw Error("s3: " + op + ": got " + std::to_string(resp.body.size()) + " bytes, Content-Length said " + *len,
+                  static_cast<int>(resp.status));
+    }
+  }
+  return std::move(resp.body);
+}
+
+void Client::get_range(const std::string& bucket, const std::string& key, int64_t offset, size_t n, void* dst) {
+  require_key(bucket, key);
+  if (offset < 0) throw std::invalid_argument("s3: get_range of " + s3_url(bucket, key) + " with a negative offset");
+  if (n == 0) return;
+  const int64_t last = offset + static_cast<int64_t>(n) - 1;
+  Request r;
+  r.method = "GET";
+  r.bucket = bucket;
+  r.key = key;
+  r.headers = {"Range: bytes=" + std::to_string(offset) + "-" + std::to_string(last)};
+  r.dst = static_cast<char*>(dst);
+  r.dst_len = n;
+  r.dst_offset = offset;
+  const std::string op =
+      "GET " + s3_url(bucket, key) + " (bytes " + std::to_string(offset) + "-" + std::to_string(last) + ")";
+  Response resp = impl_->perform(r, op);
+  if (!resp.ok()) throw http_error(op, resp);
+  if (resp.dst_written != n) {
+    throw Error("s3: " + op + ": short read, got " + std::to_string(resp.dst_written) + " of " + std::to_string(n) +
+                    " bytes",
+                static_cast<int>(resp.status));
+  }
+}
+
+ListResult Client::list(const std::string& bucket, const std::string& prefix, const std::string& delimiter,
+                        int max_keys) {
+  require_bucket(bucket);
+  ListResult out;
+  std::string token;
+  const std::string op = "LIST " + s3_url(bucket, prefix);
+  while (true) {
+    Request r;
+    r.method = "GET";
+    r.bucket = bucket;
+    r.query = {{"list-type", "2"}, {"encoding-type", "url"}};
+    if (!prefix.empty()) r.query.emplace_back("prefix", prefix);
+    if (!delimiter.empty()) r.query.emplace_back("delimiter", delimiter);
+    if (max_keys > 0) r.query.emplace_back("max-keys", std::to_string(max_keys));
+    if (!token.empty()) r.query.emplace_back("continuation-token", token);
+    Response resp = impl_->perform(r, op);
+    if (!resp.ok()) throw http_error(op, resp);
+    if (xml_root(resp.body) != "ListBucketResult") {
+      throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " but no ListBucketResult in the response",
+                  static_cast<int>(resp.status));
+    }
+    // With encoding-type=url S3 URL-encodes keys and prefixes (keys may hold
+    // characters XML 1.0 cannot carry) and says so in <EncodingType>; a server
+    // that ignores the parameter (s3rver) sends them plain.
+    const bool url_encoded = trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
+    auto decode = [&](const std::string& raw) {
+      const std::string s = xml_unescape(raw);
+      return url_encoded ? url_decode_plus(s) : s;
+    };
+    for (const std::string& block : xml_blocks(resp.body, "Contents")) {
+      size_t b = 0, e = 0, after = 0;
+      if (!xml_find(block, "Key", 0, &b, &e, &after)) {
+        throw Error("s3: " + op + ": a <Contents> without <Key>", static_cast<int>(resp.status));
+      }
+      std::string key = decode(block.substr(b, e - b));
+      auto size = detail::xml_text(block, "Size");
+      const std::string sz = trim(size.value_or(""));
+      if (sz.empty() || !std::all_of(sz.begin(), sz.end(), is_digit)) {
+        throw Error("s3: " + op + ": no valid <Size> for key " + key, static_cast<int>(resp.status));
+      }
+      out.objects.emplace_back(std::move(key), static_cast<int64_t>(std::stoll(sz)));
+    }
+    for (const std::string& block : xml_blocks(resp.body, "CommonPrefixes")) {
+      size_t b = 0, e = 0, after = 0;
+      if (xml_find(block, "Prefix", 0, &b, &e, &after)) out.prefixes.push_back(decode(block.substr(b, e - b)));
+    }
+    const bool truncated = trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
+    if (!truncated) break;
+    std::string next = trim(detail::xml_text(resp.body, "NextContinuationToken").value_or(""));
+    if (next.empty() || next == token) {
+      throw Error("s3: " + op + ": IsTruncated without a new NextContinuationToken", static_cast<int>(resp.status));
+    }
+    token = std::move(next);
+  }
+  return out;
+}
+
+void Client::remove(const std::string& bucket, const std::string& key) {
+  require_key(bucket, key);
+  Request r;
+  r.method = "DELETE";
+  r.bucket = bucket;
+  r.key = key;
+  const std::string op = "DELETE " + s3_url(bucket, key);
+  Response resp = impl_->perform(r, op);
+  if (resp.ok()) return;
+  if (resp.status == 404 && error_code(resp) == "NoSuchKey") return;
+  throw http_error(op, resp);
+}
+
+std::string Client::create_multipart(const std::string& bucket, const std::string& key) {
+  require_key(bucket, key);
+  Request r;
+  r.method = "POST";
+  r.bucket = bucket;
+  r.key = key;
+  r.query = {{"uploads", ""}};
+  r.headers = {"Content-Type: application/octet-stream"};  // the completed object's type
+  const std::string op = "POST " + s3_url(bucket, key) + " (create multipart upload)";
+  Response resp = impl_->perform(r, op);
+  if (!resp.ok()) throw http_error(op, resp);
+  std::string id = trim(detail::xml_text(resp.body, "UploadId").value_or(""));
+  if (xml_root(resp.body) != "InitiateMultipartUploadResult" || id.empty()) {
+    throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without an UploadId",
+                static_cast<int>(resp.status));
+  }
+  return id;
+}
+
+std::string Client::upload_part(const std::string& bucket, const std::string& key, const std::string& upload_id,
+                                int part_number, const void* data, size_t n) {
+  require_key(bucket, key);
+  if (upload_id.empty()) throw std::invalid_argument("s3: upload_part of " + s3_url(bucket, key) + ": empty upload id");
+  if (part_number < 1 || part_number > 10000) {
+    throw std::invalid_argument("s3: upload_part of " + s3_url(bucket, key) + ": part number " +
+                                std::to_string(part_number) + " is not in 1..10000");
+  }
+  Request r;
+  r.method = "PUT";
+  r.bucket = bucket;
+  r.key = key;
+  r.query = {{"partNumber", std::to_string(part_number)}, {"uploadId", upload_id}};
+  r.body = static_cast<const char*>(data);
+  r.body_len = n;
+  const std::string op = "PUT " + s3_url(bucket, key) + " (part " + std::to_string(part_number) + ")";
+  Response resp = impl_->perform(r, op);
+  if (!resp.ok()) throw http_error(op, resp);
+  auto etag = resp.header("etag");
+  if (!etag || etag->empty()) {
+    throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without an ETag",
+                static_cast<int>(resp.status));
+  }
+  return *etag;
+}
+
+void Client::complete_multipart(const std::string& bucket, const std::string& key, const std::string& upload_id,
+                                const std::vector<std::string>& etags) {
+  require_key(bucket, key);
+  if (upload_id.empty()) {
+    throw std::invalid_argument("s3: complete_multipart of " + s3_url(bucket, key) + ": empty upload id");
+  }
+  if (etags.empty() || etags.size() > 10000) {
+    throw std::invalid_argument("s3: complete_multipart of " + s3_url(bucket, key) + ": " +
+                                std::to_string(etags.size()) + " parts (want 1..10000)");
+  }
+  std::string body = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">";
+  for (size_t i = 0; i < etags.size(); ++i) {
+    if (etags[i].empty()) {
+      throw std::invalid_argument("s3: complete_multipart of " + s3_url(bucket, key) + ": empty ETag for part " +
+                                  std::to_string(i + 1));
+    }
+    body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + xml_escape(etags[i]) +
+            "</ETag></Part>";
+  }
+  body += "</CompleteMultipartUpload>";
+  Request r;
+  r.method = "POST";
+  r.bucket = bucket;
+  r.key = key;
+  r.query = {{"uploadId", upload_id}};
+  r.headers = {"Content-Type: application/xml"};
+  r.body = body.data();
+  r.body_len = body.size();
+  r.error_in_200 = true;
+  const std::string op =
+      "POST " + s3_url(bucket, key) + " (complete multipart upload, " + std::to_string(etags.size()) + " parts)";
+  Response resp = impl_->perform(r, op);
+  // S3 may answer 200 and still fail: the error then is the body.
+  if (!resp.ok() || xml_root(resp.body) == "Error") throw http_error(op, resp);
+  if (xml_root(resp.body) != "CompleteMultipartUploadResult") {
+    throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without a CompleteMultipartUploadResult",
+                static_cast<int>(resp.status));
+  }
+}
+
+void Client::abort_multipart(const std::string& bucket, const std::string& key, const std::string& upload_id) {
+  require_key(bucket, key);
+  if (upload_id.empty()) {
+    throw std::invalid_argument("s3: abort_multipart of " + s3_url(bucket, key) + ": empty upload id");
+  }
+  Request r;
+  r.method = "DELETE";
+  r.bucket = bucket;
+  r.key = key;
+  r.query = {{"uploadId", upload_id}};
+  const std::string op = "DELETE " + s3_url(bucket, key) + " (abort multipart upload)";
+  Response resp = impl_->perform(r, op);
+  if (resp.ok()) return;
+  if (resp.status == 404 && error_code(resp) == "NoSuchUpload") return;
+  throw http_error(op, resp);
+}
+
+}  // namespace shard::s3

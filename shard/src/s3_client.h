@@ -1,0 +1,134 @@
+// A small, blocking S3 client for checkpoints (libcurl; path-style addressing).
+//
+// Requests are signed by libcurl itself (CURLOPT_AWS_SIGV4, "aws:amz:<region>:s3");
+// nothing here hand-writes SigV4. See s3_client.cpp for what libcurl 7.88 signs
+// and how the payload hash (x-amz-content-sha256) is chosen.
+//
+// Thread-safe: every call may run on any thread at the same time (each call
+// borrows its own CURL easy handle from a pool; pooled handles keep their
+// connections open for reuse).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shard::s3 {
+
+struct Config {
+  std::string endpoint;  // "http://host[:port]" or "https://host[:port]"; path-style addressing always
+  std::string region = "us-east-1";
+  std::string access_key, secret_key;
+  std::string session_token;                 // optional: sent as x-amz-security-token
+  std::chrono::milliseconds timeout{60000};  // per request (whole transfer), and the connect timeout
+  int retries = 3;  // extra attempts on connection errors and HTTP 5xx/429 (short backoff); never on 4xx
+};
+
+// From the environment:
+//   AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL      (required; http(s)://host[:port])
+//   AWS_REGION, else AWS_DEFAULT_REGION            (default us-east-1)
+//   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY       (required), AWS_SESSION_TOKEN (optional)
+// When GREENSHARD_S3_SECRET_DIR is set, the three credentials are read instead
+// from the files of those names in that directory (a mounted Kubernetes
+// Secret; surrounding whitespace and the trailing newline are stripped;
+// AWS_SESSION_TOKEN may be absent) and the credential variables are ignored.
+// An empty variable counts as unset. getenv is injectable (nullptr: ::getenv).
+// Throws std::invalid_argument naming the variable (or file) on a missing or
+// bad value.
+Config config_from_env(const std::function<const char*(const char*)>& getenv = nullptr);
+
+struct Url {
+  std::string bucket;
+  std::string prefix;  // without leading or trailing '/'
+};
+bool is_s3_url(const std::string& s);  // starts with "s3://"
+// "s3://bucket" or "s3://bucket/some/prefix/". std::invalid_argument when it is
+// not an s3:// URL or the bucket breaks the S3 naming rules (3-63 characters:
+// lowercase letters, digits, '.', '-'; starts and ends with a letter or digit;
+// no "..", not an IPv4 address).
+Url parse_url(const std::string& s);
+
+// A failed request. what(): "s3: PUT s3://b/k: HTTP 403 SignatureDoesNotMatch: <Message>"
+// or "s3: GET s3://b/k: Couldn't connect to server (<curl detail>); 4 attempts".
+class Error : public std::runtime_error {
+ public:
+  Error(const std::string& message, int http_status, std::string code = "")
+      : std::runtime_error(message), http_status(http_status), code(std::move(code)) {}
+  int http_status;   // 0 when no HTTP response came (connection error, timeout)
+  std::string code;  // the S3 error code ("NoSuchKey", ...); empty when none came
+};
+
+struct ListResult {
+  std::vector<std::pair<std::string, int64_t>> objects;  // key, size (in key order)
+  std::vector<std::string> prefixes;                     // common prefixes (with a delimiter)
+};
+
+class Client {
+ public:
+  // std::invalid_argument on a bad endpoint or an empty region.
+  explicit Client(Config config);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const Config& config() const;
+
+  // OK when the bucket exists already (BucketAlreadyOwnedByYou / BucketAlreadyExists).
+  void create_bucket(const std::string& bucket);
+  void put(const std::string& bucket, const std::string& key, const void* data, size_t n);
+  // The object's size; nullopt on 404.
+  std::optional<int64_t> head(const std::string& bucket, const std::string& key);
+  // The object's bytes; nullopt when the key does not exist (404 NoSuchKey).
+  // A missing bucket (404 NoSuchBucket) is an Error, not nullopt.
+  std::optional<std::string> get(const std::string& bucket, const std::string& key);
+  // Exactly n bytes from offset into dst (Range: bytes=offset-(offset+n-1)).
+  // Error on 404, on an unsatisfiable range (416), and when fewer bytes come.
+  // Bytes a server sends beyond the range (s3rver answers bytes=0-0 with the
+  // whole object) are placed by their Content-Range and dropped.
+  void get_range(const std::string& bucket, const std::string& key, int64_t offset, size_t n,
+                 void* dst);
+  // ListObjectsV2 (follows continuation tokens). max_keys > 0 sets the page size
+  // (S3 caps it at 1000, its default).
+  ListResult list(const std::string& bucket, const std::string& prefix,
+                  const std::string& delimiter = "", int max_keys = 0);
+  // OK when the key does not exist.
+  void remove(const std::string& bucket, const std::string& key);
+
+  // Multipart upload: parts of at least 5 MiB except the last, numbered 1..10000.
+  std::string create_multipart(const std::string& bucket, const std::string& key);  // UploadId
+  std::string upload_part(const std::string& bucket, const std::string& key,
+                          const std::string& upload_id, int part_number, const void* data,
+                          size_t n);  // the part's ETag (with its quotes, as S3 sends it)
+  // etags[i] is the ETag of part i + 1. A 200 whose body is an <Error> is an Error.
+  void complete_multipart(const std::string& bucket, const std::string& key,
+                          const std::string& upload_id, const std::vector<std::string>& etags);
+  // OK when the upload is gone already (404 NoSuchUpload).
+  void abort_multipart(const std::string& bucket, const std::string& key,
+                       const std::string& upload_id);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Exposed for tests.
+namespace detail {
+// RFC 3986 percent-encoding (uppercase hex); unreserved characters stay, and
+// '/' stays too when keep_slash (object keys in the path).
+std::string uri_encode(const std::string& s, bool keep_slash);
+// The canonical query string SigV4 expects (sorted by name, "name=value",
+// both uri_encoded); the client sends exactly this string.
+std::string canonical_query(std::vector<std::pair<std::string, std::string>> params);
+std::string sha256_hex(const void* data, size_t n);
+// Text of the first <name>...</name> in xml (entities decoded); nullopt when absent.
+std::optional<std::string> xml_text(const std::string& xml, const std::string& name);
+}  // namespace detail
+
+}  // namespace shard::s3
