@@ -1,44 +1,53 @@
 // bench checkpoint: sharded checkpoints (shard/checkpoint.h) on this machine.
 // Ranks are real processes (this binary, re-executed) talking Gloo on
-// loopback; every number below comes from the same run.
+// loopback; every number below comes from the same run. Times are the
+// slowest rank's; the tables show medians.
 //
 //   * disk write+fsync: the disk's own sequential write rate. One process
 //     writes (8 MiB O_DIRECT blocks; through the page cache where the file
 //     system refuses O_DIRECT) and fsyncs one file as large as all ranks'
-//     shards together, before and after the saves (median).
-//   * save: synchronous saves (CheckpointOptions::async = false), after one
-//     untimed save that allocates the staging image. Time = the slowest
-//     rank's save_checkpoint. save_vs_disk = all ranks' rank_<r>.bin bytes
-//     per second of save / the disk probe's rate (goal >= 0.8).
-//   * async save stall: the same rank processes train the bench's GPT
-//     (zero_grad, forward, backward, AdamW step, check_checkpoint) for K
-//     steps without a save, and K steps with an async save issued before the
-//     first step plus the final wait_for_checkpoint (time still spent
-//     waiting counts as lost); alternating, repeated, median of each. K is
-//     picked so K steps last about twice the sync save. stall = with -
-//     without; async_stall_vs_sync = stall / the sync save's time (goal
-//     <= 0.10). The staging copy alone (the time save_checkpoint(async)
-//     took to return) and the final wait are printed as well.
-//   * load (same world) and load resharded (ranks -> reshard-ranks): the
-//     checkpoint's files are dropped from the page cache (posix_fadvise
+//     shards together, before and after the saves.
+//   * save (sync): CheckpointOptions::async = false, after one untimed save
+//     (it allocates the staging image, as a training run's first save does).
+//     save_vs_disk = all ranks' rank_<r>.bin bytes per second of save / the
+//     disk probe's rate (goal >= 0.8). Where its time goes, from the same
+//     ranks: an async save waited for at once, split into the staging copy
+//     (save_checkpoint's return) and the background part (write, CRC-32C,
+//     agreements, manifest, DONE, retention); and a plain copy and a CRC-32C
+//     (64 KiB chunks, as the saver) of a buffer of one rank's file size, all
+//     ranks at once.
+//   * async save stall: the same ranks train the bench's GPT (zero_grad,
+//     forward, backward, AdamW step, check_checkpoint; batch 1 x 8 tokens)
+//     for K steps without a save, and K steps with an async save issued
+//     before the first step plus the final wait_for_checkpoint (time still
+//     spent waiting counts as lost); alternating, in several rounds. K steps
+//     last about 1.5 sync saves (at least 2 steps). stall = median(with) -
+//     median(without); async_stall_vs_sync = stall (clamped at 0) / the sync
+//     save's time (goal <= 0.10). The raw numbers, the time
+//     save_checkpoint(async) took to return (the staging copy) and the final
+//     wait are printed too.
+//   * load (same world) and load resharded (ranks -> reshard-ranks) of the
+//     last save: its files are dropped from the page cache (posix_fadvise
 //     DONTNEED) before every load, so loads read the disk.
 //     reshard_read_vs_needed = all ranks' LoadedCheckpoint::bytes_read / all
-//     ranks' bytes_needed for the resharded load (goal <= 1.1).
-//   * save to S3: the same synchronous save to s3://ckpt/bench on a real
-//     S3 server (s3rver, a Node process on 127.0.0.1, started and stopped by
-//     this bench; tests/shard/s3_server.h). s3_save_vs_local = local save
-//     time / S3 save time (no goal). Without node or the s3rver packages
-//     (scripts/install_s3_tools.sh) it prints s3_save_vs_local=nan and why.
+//     ranks' bytes_needed, resharded load (goal <= 1.1).
+//   * save to S3: the same sync saves to s3://ckpt/bench on a real S3 server
+//     (s3rver, a Node process on 127.0.0.1 storing on this machine's disk,
+//     started and stopped by this bench; tests/shard/s3_server.h).
+//     s3_save_vs_local = local save time / S3 save time (no goal). Without
+//     node or the s3rver packages (scripts/install_s3_tools.sh) it prints
+//     s3_save_vs_local=nan and why.
 //
 //   scripts/bench.sh checkpoint [--ranks 2] [--reshard-ranks 4] [--layers 16]
 //                               [--embd 512] [--repeat 3] [--dir DIR]
 //
 // --dir DIR: the bench works in a fresh DIR/gs_bench_ckpt_<pid> (default:
-// under the temp directory) and removes it at the end.
+// under the temp directory) and removes it at the end. A bad flag exits 2.
 #include "shard/checkpoint.h"
 #include "shard/fully_shard.h"
 #include "shard/launch.h"
 #include "shard/rendezvous.h"
+#include "crc32c.h"            // shard/src: the checkpoint's checksum
 #include "shard/s3_server.h"  // tests/shard: the s3rver fixture
 #include "worker/model.h"
 
@@ -70,7 +79,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kVocab = 8192;
 // The training step of the async measurement: batch x sequence tokens.
-constexpr int64_t kTrainBatch = 1, kTrainSeq = 32;
+// (FSDP's all-gathers, reduce-scatters and AdamW over the whole model set a
+// floor: on a 2-core machine a step takes ~0.6 s even at a few tokens.)
+constexpr int64_t kTrainBatch = 1, kTrainSeq = 8;
 
 struct Args {
   int ranks = 2, reshard_ranks = 4, layers = 16, embd = 512, repeat = 3;
@@ -203,63 +214,49 @@ int run_rank(const Args& a, const std::string& mode, const std::string& root) {
     return median(secs);
   };
 
-  if (mode == "debug") {
-    train_step();
-    for (int64_t seq : {8, 32}) {
-      const auto xs = at::randint(0, kVocab, {1, seq}, at::kLong);
-      for (int i = 0; i < 3; ++i) {
-        barrier();
-        auto t0 = Clock::now();
-        opt.zero_grad();
-        auto out = model->forward(xs);
-        auto loss = model->loss(out, xs);
-        double f = seconds_since(t0);
-        loss.backward();
-        double b = seconds_since(t0);
-        opt.step();
-        double st = seconds_since(t0);
-        if (info.rank == 0) std::printf("DBG seq %ld fwd %.3f bwd %.3f opt %.3f\n", (long)seq, f, b - f, st - b);
-      }
-    }
-    shard::CheckpointOptions co;
-    co.keep_last = 1;
-    shard::save_checkpoint(fsdp, &opt, root, 1, "", co);
-    for (int rep = 0; rep < 3; ++rep) {
-      for (bool with : {false, true}) {
-        barrier();
-        auto t0 = Clock::now();
-        if (with) {
-          co.async = true;
-          shard::save_checkpoint(fsdp, &opt, root, 10 + rep, "", co);
-        }
-        double stg = seconds_since(t0);
-        std::string steps;
-        for (int k = 0; k < 4; ++k) {
-          auto s0 = Clock::now();
-          train_step();
-          steps += " " + std::to_string(seconds_since(s0));
-        }
-        auto w0 = Clock::now();
-        shard::wait_for_checkpoint(fsdp);
-        double w = seconds_since(w0);
-        if (info.rank == 0) std::printf("DBG with=%d staging %.3f steps%s wait %.3f total %.3f\n", with, stg, steps.c_str(), w, seconds_since(t0));
-      }
-      barrier();
-      co.async = false;
-      auto t0 = Clock::now();
-      shard::save_checkpoint(fsdp, &opt, root, 20 + rep, "", co);
-      if (info.rank == 0) std::printf("DBG sync save %.3f\n", seconds_since(t0));
-    }
-    std::fflush(stdout);
-    barrier();
-    return 0;
-  }
   if (mode == "save" || mode == "s3save") {
     train_step();  // AdamW has its moments (checkpointed with the parameters)
     const double sync_s = sync_saves(mode, 1);
     if (mode == "s3save") {
       barrier();
       return 0;
+    }
+
+    // Where a sync save's time goes: an async save waited for at once
+    // (nothing else running) splits it into the staging copy and the
+    // background part (write, checksums, agreements, manifest, DONE,
+    // retention). And the raw cost of a copy and of the checksums of one
+    // rank's image, every rank at once, as the saves do.
+    for (int r = 0; r < a.repeat; ++r) {
+      shard::CheckpointOptions co;
+      co.keep_last = 1;
+      co.async = true;
+      barrier();
+      const auto t0 = Clock::now();
+      shard::save_checkpoint(fsdp, &opt, root, 100 + r, "", co);
+      const double staged = seconds_since(t0);
+      shard::wait_for_checkpoint(fsdp);
+      const double total = seconds_since(t0);
+      row_line(*rdzv, "split", {max_across(*rdzv, staged), max_across(*rdzv, total - staged)});
+    }
+    {
+      const int64_t n = static_cast<int64_t>(fs::file_size(fs::path(shard::latest_checkpoint(root)) /
+                                                           ("rank_" + std::to_string(info.rank) + ".bin")));
+      at::Tensor src = at::ones({n}, at::kByte), dst = at::zeros({n}, at::kByte);
+      const char* p = static_cast<const char*>(src.data_ptr());
+      for (int r = 0; r < a.repeat; ++r) {
+        barrier();
+        auto t0 = Clock::now();
+        dst.copy_(src);
+        const double copy_s = max_across(*rdzv, seconds_since(t0));
+        barrier();
+        t0 = Clock::now();
+        uint32_t crc = 0;
+        for (int64_t at = 0; at < n; at += 64 << 10)
+          crc ^= shard::crc32c(0, p + at, static_cast<size_t>(std::min<int64_t>(64 << 10, n - at)));
+        const double crc_s = max_across(*rdzv, seconds_since(t0) + (crc == 0xdeadbeef ? 1e-12 : 0.0));
+        row_line(*rdzv, "cpu", {static_cast<double>(n), copy_s, crc_s});
+      }
     }
 
     // Training with an async save in flight vs without.
@@ -273,7 +270,7 @@ int run_rank(const Args& a, const std::string& mode, const std::string& root) {
     const double step_s = median(steps);
     row_line(*rdzv, "step", {step_s});
     // Every rank computes the same K from the same (gathered) numbers.
-    const int K = static_cast<int>(std::clamp(std::ceil(2.0 * sync_s / step_s), 3.0, 200.0));
+    const int K = static_cast<int>(std::clamp(std::ceil(1.5 * sync_s / step_s), 2.0, 200.0));
     const std::string async_root = root + "_async";
     int64_t async_step = 1000;
     auto run_k = [&](bool with_save, double& staging_s, double& wait_s) {
@@ -301,7 +298,7 @@ int run_rank(const Args& a, const std::string& mode, const std::string& root) {
       double s0 = 0, w0 = 0;
       run_k(true, s0, w0);
     }
-    const int rounds = std::max(5, 2 * a.repeat + 1);
+    const int rounds = std::max(9, 3 * a.repeat);
     for (int r = 0; r < rounds; ++r) {
       double s_without = 0, s_with = 0, staging = 0, waited = 0, unused = 0;
       if (r % 2 == 0) {  // alternate the order: drift cancels
@@ -438,16 +435,6 @@ int run_bench(const Args& a, char** argv, const std::string& base) {
   std::vector<double> disk_s;
   auto probe = [&] { disk_s.push_back(disk_write_seconds(base + "/disk_probe.bin", probe_bytes)); };
   for (int r = 0; r < a.repeat; ++r) probe();
-  if (std::getenv("GS_BENCH_DEBUG")) {
-    shard::LocalLaunchOptions lo;
-    lo.nproc = a.ranks;
-    lo.env = {{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"GS_BENCH_MODE", "debug"}, {"GS_BENCH_ROOT", root}};
-    lo.capture_rank0_stdout = true;
-    std::vector<std::string> args{"/proc/self/exe"};
-    auto res = shard::launch_local(args, lo);
-    std::printf("%s\n", res.rank0_stdout.c_str());
-    return 0;
-  }
   const auto saved = run_gang(a.ranks, "save", root, argv);
   for (int r = 0; r < a.repeat; ++r) probe();
 
@@ -455,6 +442,16 @@ int run_bench(const Args& a, char** argv, const std::string& base) {
   std::vector<double> save_s;
   for (const auto& r : rows_of(saved, "save")) save_s.push_back(r.v.at(1));
   const double rank_bytes = rows_of(saved, "save").at(0).v.at(0), total_bytes = rows_of(saved, "save").at(0).v.at(2);
+  // A sync save's parts, and the raw copy and checksum costs.
+  std::vector<double> split_stage_s, split_bg_s, copy_s, crc_s;
+  for (const auto& r : rows_of(saved, "split")) {
+    split_stage_s.push_back(r.v.at(0));
+    split_bg_s.push_back(r.v.at(1));
+  }
+  for (const auto& r : rows_of(saved, "cpu")) {
+    copy_s.push_back(r.v.at(1));
+    crc_s.push_back(r.v.at(2));
+  }
   // Async saves while training.
   const double step_s = rows_of(saved, "step").at(0).v.at(0);
   std::vector<double> without_s, with_s, staging_s, wait_s;
@@ -501,58 +498,72 @@ int run_bench(const Args& a, char** argv, const std::string& base) {
 
   // ---- report ----
   const double disk_gbps = probe_bytes / median(disk_s) / 1e9;  // all ranks' bytes, one writer
-  std::printf("#\n# %-30s %6s %10s %9s %10s %9s %8s\n", "operation", "ranks", "MB/rank", "time(s)", "GB/s/rank",
+  const std::string reshard_name = std::to_string(a.ranks) + "->" + std::to_string(a.reshard_ranks);
+  std::printf("#\n# %-36s %6s %10s %9s %10s %9s %8s\n", "operation", "ranks", "MB/rank", "time(s)", "GB/s/rank",
               "GB/s all", "vs disk");
   auto row = [&](const std::string& op, int ranks, double bytes_rank, double bytes_all, double s) {
-    std::printf("  %-30s %6d %10.1f %9.3f %10.3f %9.3f %8.3f\n", op.c_str(), ranks, bytes_rank / 1e6, s,
+    std::printf("  %-36s %6d %10.1f %9.3f %10.3f %9.3f %8.3f\n", op.c_str(), ranks, bytes_rank / 1e6, s,
                 bytes_rank / s / 1e9, bytes_all / s / 1e9, bytes_all / s / 1e9 / disk_gbps);
   };
   row("disk write+fsync (1 process)", a.ranks, static_cast<double>(probe_bytes) / a.ranks,
       static_cast<double>(probe_bytes), median(disk_s));
-  row("save", a.ranks, rank_bytes, total_bytes, median(save_s));
-  row("async save: staging copy", a.ranks, rank_bytes, total_bytes, median(staging_s));
-  if (!s3_s.empty()) row("save to S3 (s3rver)", a.ranks, rank_bytes, total_bytes, median(s3_s));
+  row("save (sync)", a.ranks, rank_bytes, total_bytes, median(save_s));
+  row("  its staging copy (async, waited)", a.ranks, rank_bytes, total_bytes, median(split_stage_s));
+  row("  its background part (write+crc+agree)", a.ranks, rank_bytes, total_bytes, median(split_bg_s));
+  row("  memcpy of the image alone", a.ranks, rank_bytes, total_bytes, median(copy_s));
+  row("  CRC-32C of the image alone", a.ranks, rank_bytes, total_bytes, median(crc_s));
+  if (!s3_s.empty()) row("save to S3 (s3rver, sync)", a.ranks, rank_bytes, total_bytes, median(s3_s));
   row("load (same world)", a.ranks, load_row.v.at(0), load_row.v.at(5), median(load_s));
-  row("load resharded " + std::to_string(a.ranks) + "->" + std::to_string(a.reshard_ranks), a.reshard_ranks,
-      reshard_row.v.at(0), reshard_row.v.at(5), median(reshard_s));
+  row("load resharded " + reshard_name, a.reshard_ranks, reshard_row.v.at(0), reshard_row.v.at(5),
+      median(reshard_s));
 
   const double sync_s = median(save_s);
   const double t_without = median(without_s), t_with = median(with_s);
   const double stall = t_with - t_without;
-  std::printf("#\n# %-38s %6s %6s %9s %12s\n", "training with an async save", "ranks", "steps", "time(s)",
+  std::printf("#\n# %-36s %6s %6s %9s %12s\n", "training with an async save", "ranks", "steps", "time(s)",
               "vs sync save");
-  auto arow = [&](const std::string& op, int steps, double s) {
-    std::printf("  %-38s %6d %6d %9.3f %12.3f\n", op.c_str(), a.ranks, steps, s, s / sync_s);
+  auto arow = [&](const std::string& op, const std::string& steps, double s) {
+    std::printf("  %-36s %6d %6s %9.3f %12.3f\n", op.c_str(), a.ranks, steps.c_str(), s, s / sync_s);
   };
-  arow("one training step (batch " + std::to_string(kTrainBatch) + "x" + std::to_string(kTrainSeq) + ")", 1, step_s);
-  arow("K steps, no save", K, t_without);
-  arow("K steps + async save + final wait", K, t_with);
-  arow("  of which: save_checkpoint(async)", 0, median(staging_s));
-  arow("  of which: final wait_for_checkpoint", 0, median(wait_s));
-  arow("stall (with - without)", K, stall);
-  arow("sync save", 0, sync_s);
+  const std::string ks = std::to_string(K);
+  arow("one step (batch " + std::to_string(kTrainBatch) + "x" + std::to_string(kTrainSeq) + ")", "1", step_s);
+  arow("K steps, no save", ks, t_without);
+  arow("K steps + async save + final wait", ks, t_with);
+  arow("  in it: save_checkpoint(async)", "-", median(staging_s));
+  arow("  in it: final wait_for_checkpoint", "-", median(wait_s));
+  arow("async save stall (with - without)", ks, stall);
+  arow("sync save", "-", sync_s);
 
   const double read_all = reshard_row.v.at(3), needed_all = reshard_row.v.at(4);
-  std::printf("#\n# %-30s %6s %14s %14s %12s\n", "load reads", "ranks", "read MB (all)", "needed MB (all)",
+  std::printf("#\n# %-36s %6s %14s %15s %12s\n", "load reads (all ranks)", "ranks", "read MB", "needed MB",
               "read/needed");
   auto rrow = [&](const std::string& op, int ranks, const Row& r) {
-    std::printf("  %-30s %6d %14.1f %14.1f %12.4f\n", op.c_str(), ranks, r.v.at(3) / 1e6, r.v.at(4) / 1e6,
+    std::printf("  %-36s %6d %14.1f %15.1f %12.4f\n", op.c_str(), ranks, r.v.at(3) / 1e6, r.v.at(4) / 1e6,
                 r.v.at(3) / r.v.at(4));
   };
   rrow("load (same world)", a.ranks, load_row);
-  rrow("load resharded " + std::to_string(a.ranks) + "->" + std::to_string(a.reshard_ranks), a.reshard_ranks,
-       reshard_row);
+  rrow("load resharded " + reshard_name, a.reshard_ranks, reshard_row);
 
+  // Raw numbers of every round (seconds).
+  std::string raw;
+  char buf[128];
+  std::vector<double> paired;
+  for (size_t i = 0; i < with_s.size(); ++i) {
+    std::snprintf(buf, sizeof buf, " %.3f/%.3f", without_s[i], with_s[i]);
+    raw += buf;
+    paired.push_back(with_s[i] - without_s[i]);
+  }
+  std::printf("#\n# async rounds (K steps without/with a save, s):%s\n", raw.c_str());
+  std::printf("# async: without %.3f s, with %.3f s: stall %.3f s raw (%+.3f x the sync save; median of the "
+              "rounds' own differences %.3f s); save_checkpoint(async) %.3f s, final wait %.3f s\n",
+              t_without, t_with, stall, stall / sync_s, median(paired), median(staging_s), median(wait_s));
   const double save_vs_disk = total_bytes / sync_s / 1e9 / disk_gbps;
   const double async_ratio = std::max(0.0, stall) / sync_s;
   const double reshard_ratio = read_all / needed_all;
   const double s3_ratio = s3_s.empty() ? std::nan("") : sync_s / median(s3_s);
-  std::printf("#\n# medians: %d disk probes, %d saves, %d loads; %zu rounds of K=%d training steps with and without "
+  std::printf("# medians: %d disk probes, %d saves, %d loads; %zu rounds of K=%d training steps with and without "
               "an async save\n",
               2 * a.repeat, a.repeat, a.repeat, with_s.size(), K);
-  std::printf("# async: without %.3f s, with %.3f s, stall %.3f s raw (%+.3f x sync save); staging copy %.3f s, "
-              "final wait %.3f s\n",
-              t_without, t_with, stall, stall / sync_s, median(staging_s), median(wait_s));
   std::printf("# s3: %s\n", s3_note.c_str());
   std::printf("# goals: save_vs_disk >= 0.8, async_stall_vs_sync <= 0.10, reshard_read_vs_needed <= 1.1; "
               "s3_save_vs_local reported\n");

@@ -1,5 +1,6 @@
 #include "controller/regions.h"
 #include "controller/executor_k8s.h"
+#include "shard/object_store_url.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -55,55 +56,11 @@ void validate_s3_checkpoint(S3CheckpointConfig& s3, const std::string& w) {
   if (s3.endpoint.empty())
     fail("endpoint", "required with url (http(s)://host[:port] of the S3 API, e.g. https://s3.us-east-1.amazonaws.com)");
 
-  // url: s3://bucket[/prefix]. Bucket names by S3's rules; the prefix of
-  // S3's "safe" key characters, so the worker's <url>/<job-id>/... keys need
-  // no escaping.
-  const std::string shape = "must be s3://bucket[/prefix], got '" + s3.url + "'";
-  if (s3.url.rfind("s3://", 0) != 0) fail("url", shape);
+  // url and endpoint: the rules the worker's S3 client applies
+  // (shard/object_store_url.h), checked here when the config loads.
+  if (auto why = shard::object_store_url_problem(s3.url); !why.empty()) fail("url", why);
   drop_trailing_slashes(s3.url, 5);
-  const std::string rest = s3.url.substr(5);
-  const size_t slash = rest.find('/');
-  const std::string bucket = rest.substr(0, slash);
-  const std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
-  if (bucket.empty() || s3.url.size() > 600) fail("url", shape);
-  static const std::regex bucket_chars("[a-z0-9.-]+"), ends("[a-z0-9](.*[a-z0-9])?"),
-      ipv4("[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+");
-  const std::string b = "bucket '" + bucket + "' ";
-  if (bucket.size() < 3 || bucket.size() > 63) fail("url", b + "must be 3-63 characters");
-  if (!std::regex_match(bucket, bucket_chars))
-    fail("url", b + "may hold only lowercase letters, digits, '.' and '-'");
-  if (!std::regex_match(bucket, ends)) fail("url", b + "must begin and end with a letter or digit");
-  if (bucket.find("..") != std::string::npos) fail("url", b + "must not hold '..'");
-  if (std::regex_match(bucket, ipv4)) fail("url", b + "must not be an IP address");
-  if (!prefix.empty()) {
-    static const std::regex safe("[A-Za-z0-9!_.*'()/-]+");
-    if (prefix.size() > 512) fail("url", "prefix must be at most 512 characters");
-    if (!std::regex_match(prefix, safe))
-      fail("url", "prefix '" + prefix + "' may hold only letters, digits, '/' and !-_.*'()");
-    std::stringstream segs(prefix);
-    for (std::string seg; std::getline(segs, seg, '/');)
-      if (seg.empty() || seg == "." || seg == "..")
-        fail("url", "prefix '" + prefix + "' has an empty, '.' or '..' segment");
-  }
-
-  // endpoint: http(s)://host[:port], path-style requests go to it. Never
-  // echoed when it holds '@' (it may carry credentials).
-  if (s3.endpoint.find('@') != std::string::npos)
-    fail("endpoint", "must not hold user information (credentials belong in the secret)");
-  drop_trailing_slashes(s3.endpoint, 0);
-  if (s3.endpoint.size() > 300) fail("endpoint", "must be at most 300 characters");
-  static const std::regex endpoint_re(
-      "https?://"
-      "(([A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)(\\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*"  // name or IPv4
-      "|\\[[0-9A-Fa-f:.]+\\])"                                                                // [IPv6]
-      "(:([0-9]{1,5}))?");                                                                      // port: m[7]
-  std::smatch m;
-  if (!std::regex_match(s3.endpoint, m, endpoint_re))
-    fail("endpoint", "must be http(s)://host[:port] (no path or query), got '" + s3.endpoint + "'");
-  if (m[7].matched) {
-    const long port = std::stol(m[7].str());
-    if (port < 1 || port > 65535) fail("endpoint", "port " + m[7].str() + " must be in [1, 65535]");
-  }
+  if (auto why = shard::object_store_endpoint_problem(s3.endpoint, &s3.endpoint); !why.empty()) fail("endpoint", why);
   if (!s3.region.empty()) {
     static const std::regex region_re("[A-Za-z0-9_-]{1,64}");
     if (!std::regex_match(s3.region, region_re))

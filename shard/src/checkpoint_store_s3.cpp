@@ -5,6 +5,7 @@
 // only once completed, aborted when the writer is dropped uncommitted.
 #include "checkpoint_store.h"
 #include "s3_client.h"
+#include "shard/object_store_url.h"
 
 #include <algorithm>
 #include <cstring>
@@ -76,7 +77,7 @@ class S3Writer final : public ObjectWriter {
 class S3Store final : public CheckpointStore {
  public:
   explicit S3Store(const std::string& url)
-      : root_(url), url_(s3::parse_url(url)), client_(std::make_shared<s3::Client>(s3::config_from_env())) {
+      : root_(url), url_(parse_object_store_url(url)), client_(std::make_shared<s3::Client>(s3::config_from_env())) {
     // The user's spelling, without a trailing '/', so path() reads well.
     while (root_.size() > 5 && root_.back() == '/') root_.pop_back();
   }
@@ -113,7 +114,7 @@ class S3Store final : public CheckpointStore {
   std::string key(const std::string& name) const { return url_.prefix.empty() ? name : url_.prefix + "/" + name; }
 
   std::string root_;
-  s3::Url url_;
+  ObjectStoreUrl url_;
   std::shared_ptr<s3::Client> client_;
 };
 
@@ -123,7 +124,7 @@ std::shared_ptr<CheckpointStore> make_s3_store(const std::string& url) { return 
 
 std::shared_ptr<CheckpointStore> open_checkpoint_store(const std::string& root) {
   if (root.empty()) throw std::invalid_argument("checkpoint: empty checkpoint root");
-  if (s3::is_s3_url(root)) return make_s3_store(root);
+  if (is_object_store_url(root)) return make_s3_store(root);
   return make_local_store(root);
 }
 

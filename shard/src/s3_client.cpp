@@ -36,6 +36,8 @@
 // by a key's content; entities (&amp; &#38; ...) are decoded. No XML library.
 #include "s3_client.h"
 
+#include "shard/object_store_url.h"
+
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
@@ -80,74 +82,18 @@ std::string trim(const std::string& s) {
 }
 
 // "" when e is http(s)://host[:port] (an optional trailing '/' allowed), with
-// *base set to it without the '/'; otherwise what is wrong with it.
+// *base set to it without the '/'; otherwise what is wrong with it
+// (shard/object_store_url.h: the rules the controller checks too).
 std::string check_endpoint(const std::string& e, std::string* base, bool* https) {
-  std::string rest, scheme;
-  if (e.rfind("http://", 0) == 0) {
-    scheme = "http://";
-  } else if (e.rfind("https://", 0) == 0) {
-    scheme = "https://";
-  } else {
-    return "must start with http:// or https://";
-  }
-  rest = e.substr(scheme.size());
-  if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  if (rest.empty()) return "has no host";
-  std::string host, after;
-  if (rest[0] == '[') {  // IPv6 literal
-    size_t close = rest.find(']');
-    if (close == std::string::npos || close == 1) return "has a bad IPv6 host";
-    for (size_t i = 1; i < close; ++i) {
-      char c = rest[i];
-      if (!(is_alnum(c) || c == ':' || c == '.')) return "has a bad IPv6 host";
-    }
-    host = rest.substr(0, close + 1);
-    after = rest.substr(close + 1);
-  } else {
-    size_t colon = rest.find(':');
-    host = rest.substr(0, colon);
-    after = colon == std::string::npos ? "" : rest.substr(colon);
-    if (host.empty()) return "has no host";
-    for (char c : host) {
-      if (!(is_alnum(c) || c == '.' || c == '-' || c == '_')) {
-        return "must be just http(s)://host[:port] (no path, query or user info)";
-      }
-    }
-  }
-  if (!after.empty()) {
-    if (after[0] != ':') return "must be just http(s)://host[:port] (no path, query or user info)";
-    std::string port = after.substr(1);
-    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), is_digit)) {
-      return "has a bad port";
-    }
-    int p = std::stoi(port);
-    if (p < 1 || p > 65535) return "has a bad port";
-  }
-  *base = scheme + rest;
-  *https = scheme == "https://";
-  return "";
+  std::string why = object_store_endpoint_problem(e, base);
+  if (why.empty()) *https = e.rfind("https://", 0) == 0;
+  return why;
 }
 
 // "" when the bucket name follows the S3 naming rules, else why not.
 std::string check_bucket(const std::string& b) {
   if (b.empty()) return "is empty";
-  if (b.size() < 3 || b.size() > 63) return "must be 3 to 63 characters long";
-  for (char c : b) {
-    if (!(is_lower(c) || is_digit(c) || c == '.' || c == '-')) {
-      return "may only hold lowercase letters, digits, '.' and '-'";
-    }
-  }
-  if (!is_alnum(b.front()) || !is_alnum(b.back())) return "must start and end with a letter or digit";
-  if (b.find("..") != std::string::npos) return "must not hold \"..\"";
-  // Not formatted as an IPv4 address.
-  int dots = 0;
-  bool ip = true;
-  for (char c : b) {
-    if (c == '.') ++dots;
-    else if (!is_digit(c)) ip = false;
-  }
-  if (ip && dots == 3) return "must not look like an IP address";
-  return "";
+  return object_store_url_problem("s3://" + b);
 }
 
 void require_bucket(const std::string& bucket) {
@@ -733,27 +679,6 @@ Config config_from_env(const std::function<const char*(const char*)>& getenv_fn)
   check_credential("AWS_SECRET_ACCESS_KEY", c.secret_key);
   check_credential("AWS_SESSION_TOKEN", c.session_token);
   return c;
-}
-
-// --------------------------------------------------------------------- URLs --
-
-bool is_s3_url(const std::string& s) { return s.rfind("s3://", 0) == 0; }
-
-Url parse_url(const std::string& s) {
-  if (!is_s3_url(s)) throw std::invalid_argument("s3: not an s3:// URL: \"" + s + "\"");
-  const std::string rest = s.substr(5);
-  const size_t slash = rest.find('/');
-  Url u;
-  u.bucket = rest.substr(0, slash);
-  std::string why = check_bucket(u.bucket);
-  if (!why.empty()) throw std::invalid_argument("s3: bad bucket name \"" + u.bucket + "\" in " + s + ": " + why);
-  if (slash != std::string::npos) {
-    std::string p = rest.substr(slash + 1);
-    size_t b = p.find_first_not_of('/');
-    size_t e = p.find_last_not_of('/');
-    u.prefix = b == std::string::npos ? "" : p.substr(b, e - b + 1);
-  }
-  return u;
 }
 
 // ------------------------------------------------------------------- client --

@@ -44,16 +44,7 @@ struct Config {
 // bad value.
 Config config_from_env(const std::function<const char*(const char*)>& getenv = nullptr);
 
-struct Url {
-  std::string bucket;
-  std::string prefix;  // without leading or trailing '/'
-};
-bool is_s3_url(const std::string& s);  // starts with "s3://"
-// "s3://bucket" or "s3://bucket/some/prefix/". std::invalid_argument when it is
-// not an s3:// URL or the bucket breaks the S3 naming rules (3-63 characters:
-// lowercase letters, digits, '.', '-'; starts and ends with a letter or digit;
-// no "..", not an IPv4 address).
-Url parse_url(const std::string& s);
+// s3://bucket[/prefix] URLs and endpoint rules: shard/object_store_url.h.
 
 // A failed request. what(): "s3: PUT s3://b/k: HTTP 403 SignatureDoesNotMatch: <Message>"
 // or "s3: GET s3://b/k: Couldn't connect to server (<curl detail>); 4 attempts".

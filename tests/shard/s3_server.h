@@ -44,7 +44,9 @@ class S3Server {
   std::string dir() const;  // s3rver's data directory (one folder per bucket)
   bool running() const;
   void stop();     // SIGKILL and reap; no-op when stopped
-  void restart();  // (stops, then) starts again on the same directory and port
+  // (Stops, then) starts again on the same directory and port. Throws, with
+  // the server's stderr, should another process have taken the port meanwhile.
+  void restart();
   std::string log() const;  // the server's stderr so far, for failure messages
 
   // For child processes and config_from_env: AWS_ENDPOINT_URL_S3, AWS_REGION
