@@ -499,10 +499,10 @@ int run_bench(const Args& a, char** argv, const std::string& base) {
   // ---- report ----
   const double disk_gbps = probe_bytes / median(disk_s) / 1e9;  // all ranks' bytes, one writer
   const std::string reshard_name = std::to_string(a.ranks) + "->" + std::to_string(a.reshard_ranks);
-  std::printf("#\n# %-36s %6s %10s %9s %10s %9s %8s\n", "operation", "ranks", "MB/rank", "time(s)", "GB/s/rank",
+  std::printf("#\n# %-40s %6s %10s %9s %10s %9s %8s\n", "operation", "ranks", "MB/rank", "time(s)", "GB/s/rank",
               "GB/s all", "vs disk");
   auto row = [&](const std::string& op, int ranks, double bytes_rank, double bytes_all, double s) {
-    std::printf("  %-36s %6d %10.1f %9.3f %10.3f %9.3f %8.3f\n", op.c_str(), ranks, bytes_rank / 1e6, s,
+    std::printf("  %-40s %6d %10.1f %9.3f %10.3f %9.3f %8.3f\n", op.c_str(), ranks, bytes_rank / 1e6, s,
                 bytes_rank / s / 1e9, bytes_all / s / 1e9, bytes_all / s / 1e9 / disk_gbps);
   };
   row("disk write+fsync (1 process)", a.ranks, static_cast<double>(probe_bytes) / a.ranks,
@@ -520,10 +520,10 @@ int run_bench(const Args& a, char** argv, const std::string& base) {
   const double sync_s = median(save_s);
   const double t_without = median(without_s), t_with = median(with_s);
   const double stall = t_with - t_without;
-  std::printf("#\n# %-36s %6s %6s %9s %12s\n", "training with an async save", "ranks", "steps", "time(s)",
+  std::printf("#\n# %-40s %6s %6s %9s %12s\n", "training with an async save", "ranks", "steps", "time(s)",
               "vs sync save");
   auto arow = [&](const std::string& op, const std::string& steps, double s) {
-    std::printf("  %-36s %6d %6s %9.3f %12.3f\n", op.c_str(), a.ranks, steps.c_str(), s, s / sync_s);
+    std::printf("  %-40s %6d %6s %9.3f %12.3f\n", op.c_str(), a.ranks, steps.c_str(), s, s / sync_s);
   };
   const std::string ks = std::to_string(K);
   arow("one step (batch " + std::to_string(kTrainBatch) + "x" + std::to_string(kTrainSeq) + ")", "1", step_s);
@@ -535,10 +535,10 @@ int run_bench(const Args& a, char** argv, const std::string& base) {
   arow("sync save", "-", sync_s);
 
   const double read_all = reshard_row.v.at(3), needed_all = reshard_row.v.at(4);
-  std::printf("#\n# %-36s %6s %14s %15s %12s\n", "load reads (all ranks)", "ranks", "read MB", "needed MB",
+  std::printf("#\n# %-40s %6s %14s %15s %12s\n", "load reads (all ranks)", "ranks", "read MB", "needed MB",
               "read/needed");
   auto rrow = [&](const std::string& op, int ranks, const Row& r) {
-    std::printf("  %-36s %6d %14.1f %15.1f %12.4f\n", op.c_str(), ranks, r.v.at(3) / 1e6, r.v.at(4) / 1e6,
+    std::printf("  %-40s %6d %14.1f %15.1f %12.4f\n", op.c_str(), ranks, r.v.at(3) / 1e6, r.v.at(4) / 1e6,
                 r.v.at(3) / r.v.at(4));
   };
   rrow("load (same world)", a.ranks, load_row);

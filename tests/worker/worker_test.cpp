@@ -2,6 +2,7 @@
 // launcher, --nproc) on loopback, real text, real checkpoints on disk, and a
 // real Prometheus server scraping a running worker.
 #include "common/spawn.h"
+#include "shard/s3_server.h"
 #include "worker/config.h"
 
 #include <gtest/gtest.h>
@@ -189,6 +190,47 @@ TEST(Worker, SigtermCompletesTheAsyncSaveInFlightCheckpointsExitsZeroAndTheNextR
   EXPECT_EQ(s2["state"], "succeeded");
   EXPECT_EQ(s2["resumed_from_step"].get<int>(), stopped);
   EXPECT_EQ(s2["steps"].get<int>(), stopped + 5);
+}
+
+// Checkpoints in S3-compatible storage: a real s3rver on loopback (it does
+// not check SigV4 itself; tests/shard/s3rver_run.mjs does, with the AWS
+// SDK's signer). The official AWS client reads back what the worker wrote.
+TEST(Worker, CheckpointsToS3ResumesFromThemAndTheOfficialClientReadsThem) {
+  gstest::S3Server s3("gs-ckpt");
+  const std::string root = "s3://gs-ckpt/jobs/j1";
+  Job job(20);
+  auto a = job.run(2, {"--checkpoint.dir", root, "--schedule.steps", "20"}, s3.env());
+  ASSERT_EQ(a.exit_code, 0) << a.output << s3.log();
+  EXPECT_NE(a.output.find("checkpoint " + root + "/step_00000010 (interval"), std::string::npos) << a.output;
+  // AWS's own client lists and reads the checkpoint objects.
+  auto list = gstest::run_process({gstest::S3Server::node(), gstest::S3Server::script("s3_read.mjs"), "list",
+                                   "gs-ckpt", "jobs/j1/"},
+                                  s3.env(), 60s);
+  ASSERT_EQ(list.exit_code, 0) << list.output;
+  for (const char* k : {"jobs/j1/step_00000010/DONE", "jobs/j1/step_00000020/DONE", "jobs/j1/step_00000020/manifest.txt",
+                        "jobs/j1/step_00000020/rank_0.bin", "jobs/j1/step_00000020/rank_1.crc"})
+    EXPECT_NE(list.output.find(std::string(k) + " "), std::string::npos) << k << "\n" << list.output;
+  const std::string manifest = job.dir.file("manifest.txt");
+  auto get = gstest::run_process({gstest::S3Server::node(), gstest::S3Server::script("s3_read.mjs"), "get", "gs-ckpt",
+                                  "jobs/j1/step_00000020/manifest.txt", manifest},
+                                 s3.env(), 60s);
+  ASSERT_EQ(get.exit_code, 0) << get.output;
+  std::ifstream in(manifest);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(first, "greenshard-checkpoint 4");
+  // A longer schedule resumes from the newest DONE checkpoint in the bucket.
+  auto b = job.run(2, {"--checkpoint.dir", root, "--schedule.steps", "25"}, s3.env());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("resumed from " + root + "/step_00000020"), std::string::npos) << b.output;
+  EXPECT_EQ(job.summary()["resumed_from_step"].get<int>(), 20);
+  // Without credentials the worker stops at start, naming the variable.
+  auto env = s3.env();
+  env.erase("AWS_SECRET_ACCESS_KEY");
+  auto c = job.run(2, {"--checkpoint.dir", root}, env);
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_NE(c.output.find("checkpoint.dir: '" + root + "' is not usable"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("AWS_SECRET_ACCESS_KEY"), std::string::npos) << c.output;
 }
 
 TEST(Worker, ResumesOnFourRanksThenTwo) {
