@@ -70,23 +70,6 @@ PY
   echo "install_helm: helm $("$BIN_DIR/helm" version --short), kubectl $("$BIN_DIR/kubectl" version --client 2>/dev/null | head -1)"
 fi
 
-have_schemas() {
-  local p
-  for p in "${SCHEMA_PKGS[@]}"; do
-    local name=${p%@*} ver=${p##*@}
-    local pj="$NPM_DIR/node_modules/$name/package.json"
-    [ -f "$pj" ] || return 1
-    node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' "$pj" "$ver" || return 1
-  done
-}
-
-if have_schemas; then
-  echo "install_helm: schema packages already in $NPM_DIR"
-else
-  echo "install_helm: installing ${SCHEMA_PKGS[*]} into $NPM_DIR"
-  # A package.json of our own so npm keeps the packages in this folder.
-  [ -f "$NPM_DIR/package.json" ] ||
-    echo '{"name":"greenshard-chart-tools","private":true,"version":"0.0.0"}' >"$NPM_DIR/package.json"
-  npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error --save-exact "${SCHEMA_PKGS[@]}"
-fi
+source scripts/npm_pinned.sh
+npm_pinned_install install_helm "$NPM_DIR" "${SCHEMA_PKGS[@]}"
 echo "install_helm: ok ($BIN_DIR)"

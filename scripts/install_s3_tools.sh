@@ -25,26 +25,6 @@ S3_PKGS=(s3rver@3.7.1 @aws-sdk/client-s3@3.1178.0)
 command -v node >/dev/null || { echo "install_s3_tools: node is required (apt-get install nodejs npm)" >&2; exit 1; }
 command -v npm >/dev/null || { echo "install_s3_tools: npm is required (apt-get install npm)" >&2; exit 1; }
 
-mkdir -p "$S3_DIR"
-
-have_pkgs() {
-  local p
-  for p in "${S3_PKGS[@]}"; do
-    local name=${p%@*} ver=${p##*@}
-    local pj="$S3_DIR/node_modules/$name/package.json"
-    [ -f "$pj" ] || return 1
-    node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' "$pj" "$ver" || return 1
-  done
-}
-
-if have_pkgs; then
-  echo "install_s3_tools: ${S3_PKGS[*]} already in $S3_DIR"
-else
-  echo "install_s3_tools: installing ${S3_PKGS[*]} into $S3_DIR"
-  # A package.json of our own so npm keeps the packages in this folder.
-  [ -f "$S3_DIR/package.json" ] ||
-    echo '{"name":"greenshard-s3-tools","private":true,"version":"0.0.0"}' >"$S3_DIR/package.json"
-  npm install --prefix "$S3_DIR" --no-audit --no-fund --loglevel=error --save-exact "${S3_PKGS[@]}"
-  have_pkgs || { echo "install_s3_tools: ${S3_PKGS[*]} not found in $S3_DIR after npm install" >&2; exit 1; }
-fi
+source scripts/npm_pinned.sh
+npm_pinned_install install_s3_tools "$S3_DIR" "${S3_PKGS[@]}"
 echo "install_s3_tools: ok ($S3_DIR/node_modules)"
