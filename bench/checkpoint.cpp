@@ -10,12 +10,14 @@
 //   * save (sync): CheckpointOptions::async = false, after one untimed save
 //     (it allocates the staging image, as a training run's first save does).
 //     save_vs_disk = all ranks' rank_<r>.bin bytes per second of save / the
-//     disk probe's rate (goal >= 0.8). Where its time goes, from the same
-//     ranks: an async save waited for at once, split into the staging copy
-//     (save_checkpoint's return) and the background part (write, CRC-32C,
-//     agreements, manifest, DONE, retention); and a plain copy and a CRC-32C
-//     (64 KiB chunks, as the saver) of a buffer of one rank's file size, all
-//     ranks at once.
+//     disk probe's rate (goal >= 0.8). The saves keep_last = 1, as training
+//     does (rank 0 deletes the previous checkpoint before the save is done).
+//     Where its time goes, from the same ranks: the same saves with
+//     keep_last = 0 (nothing deleted); an async save waited for at once,
+//     split into the staging copy (save_checkpoint's return) and the
+//     background part (write, CRC-32C, agreements, manifest, DONE,
+//     retention); and a plain copy and a CRC-32C (64 KiB chunks, as the
+//     saver) of a buffer of one rank's file size, all ranks at once.
 //   * async save stall: the same ranks train the bench's GPT (zero_grad,
 //     forward, backward, AdamW step, check_checkpoint; batch 1 x 8 tokens)
 //     for K steps without a save, and K steps with an async save issued
@@ -164,6 +166,7 @@ void row_line(const shard::Rendezvous& rdzv, const std::string& what, const std:
 
 // ---- one rank: GS_BENCH_MODE = save | s3save | load ----
 //   save:   ROW save W max_rank_bytes seconds total_bytes         (per sync save)
+//           ROW save_keep_all W seconds                           (per sync save, keep_last 0)
 //           ROW split W staging_s background_s                    (per async save, waited at once)
 //           ROW cpu W bytes copy_s crc_s                          (per repeat)
 //           ROW step W seconds                                    (a training step, warm)
@@ -224,6 +227,21 @@ int run_rank(const Args& a, const std::string& mode, const std::string& root) {
       return 0;
     }
 
+    // The same saves with nothing to delete (keep_last = 0): what retention
+    // (rank 0 deleting the previous checkpoint before the save is done) adds.
+    for (int r = 0; r < a.repeat; ++r) {
+      shard::CheckpointOptions co;  // keep_last = 0
+      barrier();
+      const auto t0 = Clock::now();
+      shard::save_checkpoint(fsdp, &opt, root, 10 + r, "", co);
+      row_line(*rdzv, "save_keep_all", {max_across(*rdzv, seconds_since(t0))});
+    }
+    {
+      shard::CheckpointOptions co;
+      co.keep_last = 1;  // (untimed: deletes what the saves above kept)
+      shard::save_checkpoint(fsdp, &opt, root, 20, "", co);
+    }
+
     // Where a sync save's time goes: an async save waited for at once
     // (nothing else running) splits it into the staging copy and the
     // background part (write, checksums, agreements, manifest, DONE,
@@ -257,8 +275,7 @@ int run_rank(const Args& a, const std::string& mode, const std::string& root) {
         for (int64_t at = 0; at < n; at += 64 << 10)
           crc ^= shard::crc32c(0, p + at, static_cast<size_t>(std::min<int64_t>(64 << 10, n - at)));
         const double crc_s = max_across(*rdzv, seconds_since(t0));
-        static volatile uint32_t sink;  // (the checksums are used)
-        sink = crc;
+        asm volatile("" : : "r"(crc));  // (the checksums are used)
         row_line(*rdzv, "cpu", {static_cast<double>(n), copy_s, crc_s});
       }
     }
@@ -447,7 +464,8 @@ int run_bench(const Args& a, char** argv, const std::string& base) {
   for (const auto& r : rows_of(saved, "save")) save_s.push_back(r.v.at(1));
   const double rank_bytes = rows_of(saved, "save").at(0).v.at(0), total_bytes = rows_of(saved, "save").at(0).v.at(2);
   // A sync save's parts, and the raw copy and checksum costs.
-  std::vector<double> split_stage_s, split_bg_s, copy_s, crc_s;
+  std::vector<double> split_stage_s, split_bg_s, copy_s, crc_s, keep_all_s;
+  for (const auto& r : rows_of(saved, "save_keep_all")) keep_all_s.push_back(r.v.at(0));
   for (const auto& r : rows_of(saved, "split")) {
     split_stage_s.push_back(r.v.at(0));
     split_bg_s.push_back(r.v.at(1));
@@ -511,9 +529,10 @@ int run_bench(const Args& a, char** argv, const std::string& base) {
   };
   row("disk write+fsync (1 process)", a.ranks, static_cast<double>(probe_bytes) / a.ranks,
       static_cast<double>(probe_bytes), median(disk_s));
-  row("save (sync)", a.ranks, rank_bytes, total_bytes, median(save_s));
-  row("  its staging copy (async, waited)", a.ranks, rank_bytes, total_bytes, median(split_stage_s));
-  row("  its background part (write+crc+agree)", a.ranks, rank_bytes, total_bytes, median(split_bg_s));
+  row("save (sync, keep_last=1)", a.ranks, rank_bytes, total_bytes, median(save_s));
+  row("  same, keep_last=0 (no deletion)", a.ranks, rank_bytes, total_bytes, median(keep_all_s));
+  row("  split: staging copy (async save)", a.ranks, rank_bytes, total_bytes, median(split_stage_s));
+  row("  split: background (write..retention)", a.ranks, rank_bytes, total_bytes, median(split_bg_s));
   row("  memcpy of the image alone", a.ranks, rank_bytes, total_bytes, median(copy_s));
   row("  CRC-32C of the image alone", a.ranks, rank_bytes, total_bytes, median(crc_s));
   if (!s3_s.empty()) row("save to S3 (s3rver, sync)", a.ranks, rank_bytes, total_bytes, median(s3_s));
