@@ -139,10 +139,14 @@ CheckpointSaver& saver(Runtime& rt) {
   return *s;
 }
 
-// Copies this rank's shards (per unit: master, exp_avg, exp_avg_sq, fp32)
-// into the staging image after the magic. On a GPU the copies run on a side
+// This rank's shards (per unit: master, exp_avg, exp_avg_sq, fp32) into the
+// staging image after the magic. On a GPU the copies run now, on a side
 // stream into page-locked memory, ordered after the compute stream's work.
-void stage(Runtime& rt, torch::optim::AdamW* opt, char* image, const std::vector<int64_t>& offsets) {
+// Host tensors: copied now when `now` (an asynchronous save: training goes
+// on and changes them), else returned for the saver to copy piece by piece
+// while it writes (a synchronous save: the caller waits).
+std::vector<StagingCopy> stage(Runtime& rt, torch::optim::AdamW* opt, char* image,
+                               const std::vector<int64_t>& offsets, bool now) {
   std::memcpy(image, kShardMagic, sizeof kShardMagic);
   const bool cuda = !rt.units().empty() && rt.units()[0]->master().is_cuda();
 #ifdef GREENSHARD_CUDA
@@ -158,24 +162,30 @@ void stage(Runtime& rt, torch::optim::AdamW* opt, char* image, const std::vector
   }
 #endif
   at::NoGradGuard no_grad;
+  std::vector<StagingCopy> later;
   for (size_t i = 0; i < rt.units().size(); ++i) {
     const at::Tensor master = rt.units()[i]->master().detach();
     auto* st = adam_state(opt, rt.units()[i]->master());
     const at::Tensor parts[kCheckpointParts] = {master, st ? st->exp_avg() : at::Tensor(),
                                                 st ? st->exp_avg_sq() : at::Tensor()};
     for (int p = 0; p < kCheckpointParts; ++p) {
-      char* dst = image + offsets[i * kCheckpointParts + p];
+      const auto offset = static_cast<size_t>(offsets[i * kCheckpointParts + p]);
       const int64_t n = master.numel();
-      if (!parts[p].defined()) {
-        std::memset(dst, 0, n * sizeof(float));
-        continue;
+      const at::Tensor& t = parts[p];
+      const bool plain = !t.defined() || (t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous());
+      if (!now && plain) {
+        later.push_back({t.defined() ? t.data_ptr() : nullptr, offset, static_cast<size_t>(n) * sizeof(float)});
+      } else if (!t.defined()) {
+        std::memset(image + offset, 0, n * sizeof(float));
+      } else {
+        at::from_blob(image + offset, {n}, at::kFloat).copy_(t.reshape({-1}), /*non_blocking=*/cuda);
       }
-      at::from_blob(dst, {n}, at::kFloat).copy_(parts[p].reshape({-1}), /*non_blocking=*/cuda);
     }
   }
 #ifdef GREENSHARD_CUDA
   if (side) side->synchronize();
 #endif
+  return later;
 }
 
 }  // namespace
@@ -222,7 +232,7 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
   }
   r.bytes = static_cast<size_t>(bytes);
   const bool pinned = !rt.units().empty() && rt.units()[0]->master().is_cuda();
-  stage(rt, opt, s.staging(r.bytes, pinned), offsets);
+  r.copies = stage(rt, opt, s.staging(r.bytes, pinned), offsets, /*now=*/options.async);
   const std::string dir = r.store->path(r.dir);
   s.start(std::move(r));
   if (!options.async) s.wait();
@@ -231,7 +241,7 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
 
 void wait_for_checkpoint(FullyShardedModel& model) {
   Runtime& rt = CheckpointAccess::rt(model);
-  if (rt.checkpoint_saver()) rt.checkpoint_saver()->wait();
+  if (rt.checkpoint_saver()) rt.checkpoint_saver()->finish();
 }
 
 void check_checkpoint(FullyShardedModel& model) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <stdexcept>
 
@@ -58,7 +59,7 @@ void CheckpointSaver::start(SaveRequest request) {
     if (running_) throw std::logic_error("CheckpointSaver::start: a save is in flight");
     running_ = true;
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) thread_.join();  // (the previous save's retention)
   thread_ = std::thread([this, r = std::move(request)] {
     std::string failure;
     try {
@@ -66,13 +67,25 @@ void CheckpointSaver::start(SaveRequest request) {
     } catch (const std::exception& e) {
       failure = e.what();
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    failure_ = std::move(failure);
-    running_ = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      failure_ = std::move(failure);
+      running_ = false;
+    }
+    done_.notify_all();
+    if (r.keep_last > 0 && side_->rank() == 0) retain(r);
   });
 }
 
 void CheckpointSaver::wait() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [&] { return !running_; });
+  }
+  poll();
+}
+
+void CheckpointSaver::finish() {
   if (thread_.joinable()) thread_.join();
   poll();
 }
@@ -85,6 +98,37 @@ void CheckpointSaver::poll() {
     failure.swap(failure_);
   }
   if (!failure.empty()) throw std::runtime_error(failure);
+}
+
+void CheckpointSaver::fill(const SaveRequest& r, size_t lo, size_t hi) {
+  for (const auto& c : r.copies) {
+    const size_t a = std::max(lo, c.offset), b = std::min(hi, c.offset + c.bytes);
+    if (a >= b) continue;
+    if (c.src)
+      std::memcpy(image_ + a, static_cast<const char*>(c.src) + (a - c.offset), b - a);
+    else
+      std::memset(image_ + a, 0, b - a);
+  }
+}
+
+void CheckpointSaver::retain(const SaveRequest& r) {
+  CheckpointStore& store = *r.store;
+  try {
+    // Only after a save that is done: the newest K DONE checkpoints stay. A
+    // step without DONE that sorts before the newest DONE one is a save that
+    // crashed (never trusted): removed. A newer one may be in progress: kept.
+    if (!store.size(r.dir + "/DONE")) return;
+    std::vector<std::string> done, partial;
+    for (const auto& d : store.list_dirs("step_")) (store.size(d + "/DONE") ? done : partial).push_back(d);
+    std::sort(done.begin(), done.end());
+    if (!done.empty())
+      for (const auto& p : partial)
+        if (p < done.back()) store.remove_dir(p);
+    for (size_t i = 0; i + r.keep_last < done.size(); ++i) store.remove_dir(done[i]);
+  } catch (const std::exception& e) {
+    // The checkpoint is done; old ones are left for the next save.
+    std::fprintf(stderr, "checkpoint: retention under %s failed (kept): %s\n", store.root().c_str(), e.what());
+  }
 }
 
 void CheckpointSaver::run(const SaveRequest& r) {
@@ -127,6 +171,7 @@ void CheckpointSaver::run(const SaveRequest& r) {
     uint32_t file_crc = 0;
     for (size_t at = 0; at < r.bytes; at += kPieceBytes) {
       const size_t piece = std::min(kPieceBytes, r.bytes - at);
+      fill(r, at, at + piece);  // (a synchronous save copies here, overlapping the writes)
       for (size_t c = 0; c < piece; c += kCheckpointChunkBytes) {
         const size_t n = std::min<size_t>(kCheckpointChunkBytes, piece - c);
         chunks.push_back(crc32c(0, image + at + c, n));
@@ -169,23 +214,6 @@ void CheckpointSaver::run(const SaveRequest& r) {
       store.put(r.dir + "/DONE", "manifest " + hex64(crc32c(0, text.data(), text.size())) + "\n");
     } catch (const std::exception& e) {
       error = e.what();
-    }
-    if (error.empty() && r.keep_last > 0) {
-      try {
-        // The newest K DONE checkpoints stay. A step without DONE that
-        // sorts before the newest DONE one is a save that crashed (never
-        // trusted): removed. A newer one may be in progress: kept.
-        std::vector<std::string> done, partial;
-        for (const auto& d : store.list_dirs("step_")) (store.size(d + "/DONE") ? done : partial).push_back(d);
-        std::sort(done.begin(), done.end());
-        if (!done.empty())
-          for (const auto& p : partial)
-            if (p < done.back()) store.remove_dir(p);
-        for (size_t i = 0; i + r.keep_last < done.size(); ++i) store.remove_dir(done[i]);
-      } catch (const std::exception& e) {
-        // The checkpoint is done; old ones are left for the next save.
-        std::fprintf(stderr, "checkpoint: retention under %s failed (kept): %s\n", store.root().c_str(), e.what());
-      }
     }
   }
   agree(error, "checkpoint done");

@@ -8,8 +8,9 @@
 //      (durable, renamed), and writes its chunk index rank_<r>.crc;
 //   3. exchanges (ok, size, CRCs) with every rank; a failure anywhere fails
 //      the save on every rank and leaves no DONE;
-//   4. rank 0 writes manifest.txt, then DONE, then applies retention, and
-//      tells every rank whether that worked.
+//   4. rank 0 writes manifest.txt, then DONE, and tells every rank whether
+//      that worked; the save is done then (wait() returns);
+//   5. rank 0 applies retention (best effort), before the next save starts.
 // All collectives run on `side`, a communicator of the saver's own, never
 // inside the training step's. At most one save is in flight.
 #pragma once
@@ -27,8 +28,17 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace shard {
+
+// Bytes the saver copies into the staging image itself, piece by piece
+// while it writes (a synchronous save of host tensors: the caller waits, so
+// they stay unchanged). src null: zeros.
+struct StagingCopy {
+  const void* src = nullptr;
+  size_t offset = 0, bytes = 0;  // in the image
+};
 
 struct SaveRequest {
   std::shared_ptr<CheckpointStore> store;
@@ -36,6 +46,7 @@ struct SaveRequest {
   Manifest manifest;     // all but `files` (rank 0 completes and writes it)
   int keep_last = 0;     // see CheckpointOptions
   size_t bytes = 0;      // staging()[0, bytes) is this rank's file
+  std::vector<StagingCopy> copies;  // still to copy into it (sorted by offset)
   std::chrono::milliseconds timeout{0};  // of each agreement collective
 };
 
@@ -52,19 +63,25 @@ class CheckpointSaver {
   char* staging(size_t n, bool pinned);
   // Starts the background save. Precondition: idle.
   void start(SaveRequest request);
-  // Blocks until idle; then throws the failure of the save that ended, once.
+  // Blocks until the save is done (DONE written, or failed); then throws
+  // its failure, once. Retention (keep_last) may still be running after it.
   void wait();
+  // wait(), and retention done too.
+  void finish();
   // Never blocks: throws the failure of a save that has ended, once.
   void poll();
 
  private:
   void run(const SaveRequest& r);  // (the thread) throws the save's failure
+  void fill(const SaveRequest& r, size_t lo, size_t hi);  // r.copies within [lo, hi)
+  void retain(const SaveRequest& r);                       // rank 0, after a done save
 
   CommunicatorPtr side_;
   at::Tensor staging_;    // kByte, CPU (pinned or not)
   char* image_ = nullptr; // its first 4 KiB-aligned byte
   std::thread thread_;
   std::mutex mu_;
+  std::condition_variable done_;
   bool running_ = false;
   std::string failure_;  // of the save that ended, until reported
 };

@@ -11,6 +11,7 @@ namespace shard {
 namespace {
 
 constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli
+constexpr size_t kThreeStreamMin = 4096;  // below: one stream (the combine costs ~1 us)
 
 std::array<uint32_t, 256> make_table() {
   std::array<uint32_t, 256> t{};
@@ -41,6 +42,27 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_hw(uint32_t crc, const unsigne
   uint32_t c32 = static_cast<uint32_t>(c);
   while (n--) c32 = _mm_crc32_u8(c32, *p++);
   return c32;
+}
+
+// Three streams at once: the crc32 instruction's latency is three times its
+// throughput, so one stream leaves two thirds of it idle. Takes and returns
+// the plain (non-inverted) CRC, like crc32c().
+__attribute__((target("sse4.2"))) uint32_t crc32c_hw3(uint32_t crc, const unsigned char* p, size_t n) {
+  const size_t block = n / 3 / 8 * 8;
+  uint64_t a = static_cast<uint32_t>(~crc), b = 0xFFFFFFFFu, c = 0xFFFFFFFFu;
+  const unsigned char *pa = p, *pb = p + block, *pc = p + 2 * block;
+  for (size_t i = 0; i < block; i += 8) {
+    uint64_t va, vb, vc;
+    std::memcpy(&va, pa + i, 8);
+    std::memcpy(&vb, pb + i, 8);
+    std::memcpy(&vc, pc + i, 8);
+    a = _mm_crc32_u64(a, va);
+    b = _mm_crc32_u64(b, vb);
+    c = _mm_crc32_u64(c, vc);
+  }
+  uint32_t r = crc32c_concat(~static_cast<uint32_t>(a), ~static_cast<uint32_t>(b), block);
+  r = crc32c_concat(r, ~static_cast<uint32_t>(c), block);
+  return ~crc32c_hw(~r, p + 3 * block, n - 3 * block);
 }
 #endif
 
@@ -76,6 +98,7 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t n) {
   crc = ~crc;
 #if defined(__x86_64__)
   static const bool hw = __builtin_cpu_supports("sse4.2");
+  if (hw && n >= kThreeStreamMin) return crc32c_hw3(~crc, p, n);
   crc = hw ? crc32c_hw(crc, p, n) : crc32c_table(crc, p, n);
 #else
   crc = crc32c_table(crc, p, n);

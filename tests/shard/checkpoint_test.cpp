@@ -846,6 +846,34 @@ TEST_F(S3Checkpoints, RetentionDeletesOldPrefixes) {
   EXPECT_EQ(shard::latest_checkpoint(root), root + "/step_00000006");
 }
 
+// CRC-32C: the check value, and the fast paths (three interleaved streams,
+// crc32c_concat) against a bit-at-a-time reference of the polynomial.
+uint32_t crc32c_bitwise(uint32_t crc, const unsigned char* p, size_t n) {
+  crc = ~crc;
+  for (size_t i = 0; i < n; ++i) {
+    crc ^= p[i];
+    for (int k = 0; k < 8; ++k) crc = crc & 1 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+  }
+  return ~crc;
+}
+
+TEST(Crc32c, MatchesTheBitwiseReferenceAtEveryLengthAndChainsAndConcatenates) {
+  EXPECT_EQ(shard::crc32c(0, "123456789", 9), 0xE3069283u);  // the standard check value
+  std::vector<unsigned char> data(200000);
+  uint32_t x = 12345;
+  for (auto& b : data) b = static_cast<unsigned char>((x = x * 1103515245u + 12345u) >> 16);
+  for (size_t n : {0ul, 1ul, 7ul, 8ul, 4095ul, 4096ul, 4097ul, 65536ul, 65543ul, 199999ul}) {
+    SCOPED_TRACE(n);
+    const uint32_t want = crc32c_bitwise(0, data.data(), n);
+    EXPECT_EQ(shard::crc32c(0, data.data(), n), want);
+    for (size_t cut : {size_t{0}, n / 3, n}) {
+      const uint32_t a = shard::crc32c(0, data.data(), cut), b = shard::crc32c(0, data.data() + cut, n - cut);
+      EXPECT_EQ(shard::crc32c(a, data.data() + cut, n - cut), want) << "chained at " << cut;
+      EXPECT_EQ(shard::crc32c_concat(a, b, n - cut), want) << "concatenated at " << cut;
+    }
+  }
+}
+
 TEST(CheckpointRetention, KeepsTheNewestKAndRemovesCrashedSavesOlderThanTheNewest) {
   // Parameters-only checkpoints of a one-rank model, in-process.
   gstest::TempDir dir;
@@ -876,6 +904,7 @@ TEST(CheckpointRetention, KeepsTheNewestKAndRemovesCrashedSavesOlderThanTheNewes
   shard::CheckpointOptions keep2;
   keep2.keep_last = 2;
   for (int s = 4; s <= 5; ++s) shard::save_checkpoint(fsdp, nullptr, dir.path(), s, "", keep2);
+  shard::wait_for_checkpoint(fsdp);  // (retention runs after DONE, in the background)
   EXPECT_EQ(listing(), (std::vector<std::string>{"notes", "step_00000004", "step_00000005", "step_00000009"}));
   EXPECT_EQ(shard::latest_checkpoint(dir.path()), dir.file("step_00000005"));
   EXPECT_THROW(shard::save_checkpoint(fsdp, nullptr, dir.path(), -1), std::invalid_argument);

@@ -42,7 +42,8 @@ struct CheckpointOptions {
   // true: save_checkpoint returns once this rank's shards and optimizer
   // state are in host staging buffers (reused across saves; page-locked,
   // copied on a side stream, for a CUDA model); a background thread writes
-  // them. false: it returns when the checkpoint is done (DONE written).
+  // them. false: it returns when the checkpoint is done (DONE written);
+  // retention then runs in the background (wait_for_checkpoint waits for it).
   bool async = false;
   // How long the background save's agreements wait for the slowest rank
   // (its write included).
@@ -58,7 +59,7 @@ std::string save_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* o
                             int64_t step, const std::string& extra = "", const CheckpointOptions& options = {});
 
 // Collective in effect (every rank's save agrees). Blocks until the save in
-// flight, if any, is done; throws its failure (on every rank: a failure on
+// flight, if any, is done, its retention (keep_last) included; throws its failure (on every rank: a failure on
 // one rank fails the save everywhere, and no DONE is written). A failure is
 // thrown once; calling it again then returns. Call before exit.
 void wait_for_checkpoint(FullyShardedModel& model);
