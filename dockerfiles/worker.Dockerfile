@@ -14,7 +14,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       cmake ninja-build pkg-config \
       libgloo-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev \
-      libyaml-cpp-dev libcli11-dev prometheus-cpp-dev \
+      libyaml-cpp-dev libcli11-dev prometheus-cpp-dev libglpk-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev libgloo-dev libopenblas0-pthread
   libgtest-dev libgmock-dev
-  nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev
+  nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libglpk-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
   python3 bible-kjv clang curl chromium iproute2
 )
