@@ -37,7 +37,7 @@ FROM debian:12.11-slim AS runtime
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      ca-certificates libcpp-httplib0.11 libglpk40 libprometheus-cpp-core1.0 libsqlite3-0 \
+      ca-certificates libcpp-httplib0.11 libprometheus-cpp-core1.0 libsqlite3-0 \
       libssl3 libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 greenshard \
