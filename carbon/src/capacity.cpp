@@ -41,7 +41,11 @@ void CapacityLedger::reserve(const std::string& region, Time from, Time to, int 
 }
 
 void CapacityLedger::reserve(const std::string& region, const std::vector<Window>& windows, int amount) {
-  for (const auto& w : windows) reserve(region, w.start, w.end, amount);
+  for (const auto& w : windows) {
+    int a = amount;
+    if (w.gpus > 0) a = amount < 0 ? -w.gpus : w.gpus;
+    reserve(w.region.empty() ? region : w.region, w.start, w.end, a);
+  }
 }
 
 void CapacityLedger::usage(const std::string& region, Time first_hour, int n, std::vector<int>& out) const {

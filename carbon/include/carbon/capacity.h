@@ -22,6 +22,8 @@ class CapacityLedger {
   // Adds `amount` (may be negative, to release) to every hour overlapping
   // [from, to). Throws CarbonError when usage would go negative.
   void reserve(const std::string& region, Time from, Time to, int amount);
+  // Per window: its own region and width when set (Window::region,
+  // Window::gpus; a negative amount releases that width), else these.
   void reserve(const std::string& region, const std::vector<Window>& windows, int amount);
   // Usage for hours [first_hour, first_hour + n) into out (resized to n).
   void usage(const std::string& region, Time first_hour, int n, std::vector<int>& out) const;

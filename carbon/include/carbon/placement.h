@@ -41,6 +41,7 @@
 #include "carbon/job.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace carbon {
@@ -53,6 +54,44 @@ struct Region {
   double pue = 1.2;
   HardwareProfile hardware;
   IntensitySeries forecast;          // hourly; must contain the hour of `now`
+};
+
+struct Window {
+  Window() = default;
+  Window(Time s, Time e, std::string r = {}, int g = 0) : start(s), end(e), region(std::move(r)), gpus(g) {}
+  Time start{}, end{};               // [start, end)
+  // Elastic and migratable jobs: where and how wide this window runs
+  // ("" / 0: the decision's region, the job's gpus).
+  std::string region;
+  int gpus = 0;
+};
+
+// What changes between two consecutive windows of an elastic or migratable
+// job, and why placement chose it.
+struct PlanChange {
+  Time at{};                          // start of the later window
+  std::string from_region, to_region; // equal: no move
+  int from_gpus = 0, to_gpus = 0;     // equal: no resize
+  bool resize() const { return from_gpus != to_gpus; }
+  bool move() const { return from_region != to_region; }
+  double cost_grams = 0;              // the change's own grams (save + restore, network)
+  double saved_grams = 0;             // expected grams avoided vs keeping the previous region and width (may be < 0)
+  std::string why;                    // one sentence
+};
+
+// The cost of changing an elastic or migratable job's width or region,
+// stated and configurable. Every change (resize, move, or resume after a
+// pause) costs Job::resume_overhead of run time at the new width: SIGTERM,
+// checkpoint save, relaunch, restore, as the interruptible jobs' windows
+// already do. A move also sends the checkpoint to the other region: it
+// takes checkpoint_gb / network_gb_per_s more seconds and
+// checkpoint_gb * network_kwh_per_gb kWh at the mean intensity of the two
+// regions in that hour.
+struct ElasticCosts {
+  double checkpoint_gb_per_gpu = 10;   // Job::checkpoint_gb when 0: this x gpus
+  double network_gb_per_s = 1.25;      // 10 Gbit/s between regions
+  double network_kwh_per_gb = 0.06;    // Aslan et al. 2018 (2015 figure; conservative)
+  Hours min_hold{2};                   // at most one change per min_hold (windows are whole blocks)
 };
 
 enum class Policy { kRunNowHome, kTemporal, kSpatial, kSpatioTemporal };
@@ -77,10 +116,9 @@ struct PlacementOptions {
   // would emit elsewhere. Grams reported are always the plain forecast ones.
   std::vector<double> expected_load_by_hour_of_week;
   double capacity_price_weight = 0.75;
-};
-
-struct Window {
-  Time start, end;                   // [start, end)
+  // Elastic and migratable jobs (Job::elastic()): their costs of change.
+  // kSpatioTemporal only; the other policies place them at their gpus.
+  ElasticCosts elastic;
 };
 
 struct Decision {
@@ -100,6 +138,7 @@ struct Decision {
   double saving_grams = 0;           // run_now_home - expected
   double saving_pct = 0;             // 100 * saving / run_now_home
   bool forecast_extended = false;    // the plan relied on the 24 h repetition
+  std::vector<PlanChange> changes;   // elastic and migratable jobs: one per change between windows
   std::string explanation;           // one human-readable paragraph
 };
 
