@@ -3,6 +3,7 @@
 #include "carbon/expected_load.h"
 
 #include "carbon/error.h"
+#include "elastic_plan.h"
 
 #include <algorithm>
 #include <charconv>
@@ -367,6 +368,114 @@ int find_region(const PassContext& ctx, const std::string& name) {
   return -1;
 }
 
+// Elastic and migratable jobs (elastic_plan.h): the cheapest ranked plan
+// over every candidate region alone and, when migratable, over all of them
+// together. Returned (feasible) only when its rank is below `rank_to_beat`
+// (the best plan at the job's own width; NaN: none).
+Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOptions& opt, const std::vector<int>& cands,
+                       int first_slot, double rank_to_beat) {
+  Decision d;
+  d.job_id = job.id;
+  const Time now = ctx.now;
+  const int wfirst = std::max(first_slot, now_offset(now) > 0 ? 1 : 0);
+  const int end_slot = slots_before(now, job.deadline, ctx.n);
+  std::vector<detail::ElasticRegionView> all;
+  for (int ri : cands) {
+    const auto& p = ctx.prepared[ri];
+    if (!p.problem.empty() || p.max_capacity < job.min_width()) continue;
+    detail::ElasticRegionView v;
+    v.index = ri;
+    v.intensity = &p.intensity;
+    v.score = &p.score;
+    v.capacity = &p.capacity;
+    v.used = &p.used;
+    v.kw_per_gpu = p.region->hardware.power_w(1, job.utilization) / 1000.0 * p.region->pue;
+    v.emb_per_gpu_h = p.region->hardware.embodied_g_per_resource_hour();
+    all.push_back(v);
+  }
+  if (all.empty() || end_slot <= wfirst) return d;
+  detail::ElasticResult best;
+  std::vector<detail::ElasticRegionView> chosen;
+  auto consider = [&](std::vector<detail::ElasticRegionView> views) {
+    auto r = detail::plan_elastic(job, views, wfirst, end_slot, 1.0, opt.elastic);
+    if (r.ok && (!best.ok || r.rank() < best.rank() - kEps)) best = std::move(r), chosen = std::move(views);
+  };
+  for (const auto& v : all) consider({v});
+  if (job.migratable && all.size() > 1) consider(all);
+  if (!best.ok || (!std::isnan(rank_to_beat) && best.rank() >= rank_to_beat - kEps)) return d;
+
+  d.feasible = true;
+  for (const auto& w : best.windows) {
+    const auto& name = ctx.prepared[chosen[static_cast<size_t>(w.view)].index].region->name;
+    Time end = floor_hour(now) + Hours{w.last};
+    if (w.last_frac < 1.0) end -= Seconds{static_cast<long>(std::lround((1.0 - w.last_frac) * 3600))};
+    d.windows.emplace_back(slot_time(now, w.first), end, name, w.gpus);
+    d.forecast_extended = d.forecast_extended || w.last > ctx.prepared[chosen[static_cast<size_t>(w.view)].index].forecast_slots;
+  }
+  d.region = d.windows.front().region;
+  d.start = d.windows.front().start;
+  d.end = d.windows.back().end;
+  d.deadline_met = d.end <= job.deadline;
+  d.expected_operational_grams = best.op_g + best.network_g;
+  d.expected_embodied_grams = best.emb_g;
+  d.expected_grams = best.cost();
+  for (const auto& c : best.changes) {
+    const auto& a = d.windows[c.window - 1];
+    const auto& b = d.windows[c.window];
+    PlanChange pc;
+    pc.at = b.start;
+    pc.from_region = a.region;
+    pc.to_region = b.region;
+    pc.from_gpus = a.gpus;
+    pc.to_gpus = b.gpus;
+    pc.cost_grams = c.cost_grams;
+    pc.saved_grams = c.saved_grams;
+    std::string what;
+    if (pc.move()) what = "move " + a.region + " -> " + b.region;
+    if (pc.resize()) what += (what.empty() ? "" : ", ") + std::string(b.gpus < a.gpus ? "shrink " : "grow ") +
+                             std::to_string(a.gpus) + " -> " + std::to_string(b.gpus) + " GPUs";
+    if (what.empty()) what = "resume after a pause";
+    pc.why = format_time(pc.at) + ": " + what + " (forecast " + fmt1(c.mean_from) + " g/kWh in " + a.region +
+             (pc.move() ? " vs " + fmt1(c.mean_to) + " g/kWh in " + b.region : std::string()) + " over the window): " +
+             (pc.move() || pc.resize() ? "saves " + grams_str(c.saved_grams) + " against keeping " +
+                                             std::to_string(a.gpus) + " GPUs in " + a.region + ", after its own " +
+                                             grams_str(c.cost_grams)
+                                       : "costs " + grams_str(c.cost_grams) + " (checkpoint and restore)") +
+             ".";
+    d.changes.push_back(std::move(pc));
+  }
+  return d;
+}
+
+// Savings and the explanation of an elastic decision.
+void finish_elastic(const Job& job, const PassContext& ctx, const PlacementOptions& opt, Decision& d) {
+  if (!std::isnan(d.run_now_home_grams)) {
+    d.saving_grams = d.run_now_home_grams - d.expected_grams;
+    d.saving_pct = d.run_now_home_grams > 0 ? 100.0 * d.saving_grams / d.run_now_home_grams : 0.0;
+  } else {
+    d.saving_grams = d.saving_pct = kNaN;
+  }
+  int resizes = 0, moves = 0;
+  for (const auto& c : d.changes) resizes += c.resize() ? 1 : 0, moves += c.move() ? 1 : 0;
+  std::string e = "Job " + job.id + " (elastic " + std::to_string(job.min_width()) + ".." +
+                  std::to_string(job.max_width()) + " GPUs, " + std::to_string(job.gpus) + " GPUs for " +
+                  fmt1(static_cast<double>(job.duration.count()) / 3600.0) + " h of work" +
+                  (job.migratable ? ", migratable" : "") + "): " + std::to_string(d.windows.size()) +
+                  (d.windows.size() == 1 ? " window" : " windows") + " between " + format_time(d.start) + " and " +
+                  format_time(d.end) + ", starting in " + d.region + " on " + std::to_string(d.windows.front().gpus) +
+                  " GPUs, " + std::to_string(resizes) + " resize(s), " + std::to_string(moves) + " move(s) [" +
+                  policy_name(opt.policy) + "]. Expected " + grams_str(d.expected_grams) + " CO2e";
+  if (!std::isnan(d.run_now_home_grams))
+    e += " vs " + grams_str(d.run_now_home_grams) + " if run now in " + job.home_region + ": saves " +
+         grams_str(d.saving_grams) + " (" + fmt1(d.saving_pct) + "%)";
+  e += ".";
+  for (const auto& c : d.changes) e += " " + c.why;
+  if (d.forecast_extended) e += " The plan extends beyond the forecast, which was extended by repeating its last 24 h.";
+  if (!d.deadline_met) e += " It misses the deadline " + format_time(job.deadline) + ".";
+  (void)ctx;
+  d.explanation = std::move(e);
+}
+
 Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementOptions& opt) {
   Decision d;
   d.job_id = job.id;
@@ -472,6 +581,13 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
     }
     if (better) best = plan, best_r = ri;
   }
+  if (job.elastic() && deadline_bound && opt.policy == Policy::kSpatioTemporal) {
+    if (auto e = place_elastic(job, ctx, opt, cands, first_slot, best_r < 0 ? kNaN : best.rank()); e.feasible) {
+      e.run_now_home_grams = d.run_now_home_grams;
+      finish_elastic(job, ctx, opt, e);
+      return e;
+    }
+  }
   if (best_r < 0) return fail("no feasible placement" +
                               (deadline_bound && job.deadline != Time::max()
                                    ? " finishing by " + format_time(job.deadline)
@@ -572,16 +688,17 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
 }
 
 void commit(PassContext& ctx, CapacityLedger& planned, const Job& job, const Decision& d) {
-  int ri = find_region(ctx, d.region);
   planned.reserve(d.region, d.windows, job.gpus);
-  if (ri < 0) return;
-  auto& p = ctx.prepared[ri];
   Time h0 = floor_hour(ctx.now);
   int lo = ctx.n, hi = 0;
   for (const auto& w : d.windows) {
+    int ri = find_region(ctx, w.region.empty() ? d.region : w.region);
+    if (ri < 0) continue;
+    auto& p = ctx.prepared[ri];
+    const int amount = w.gpus > 0 ? w.gpus : job.gpus;
     int a = static_cast<int>((floor_hour(w.start) - h0) / Hours{1});
     int b = static_cast<int>((ceil_hour(w.end) - h0) / Hours{1});
-    for (int k = std::max(a, 0); k < std::min(b, ctx.n); ++k) p.used[k] += job.gpus;
+    for (int k = std::max(a, 0); k < std::min(b, ctx.n); ++k) p.used[k] += amount;
     lo = std::min(lo, std::max(a, 0));
     hi = std::max(hi, std::min(b, ctx.n));
   }

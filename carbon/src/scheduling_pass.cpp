@@ -18,14 +18,18 @@ Policy fallback_policy(Policy p) { return p == Policy::kTemporal ? Policy::kRunN
 
 namespace {
 
+// Every window (its own region and width when set) has room in `planned`.
 bool fits(const std::vector<Region>& regions, const CapacityLedger& planned, const Decision& d, int amount) {
-  const Region* r = nullptr;
-  for (const auto& x : regions)
-    if (x.name == d.region) r = &x;
-  if (!r) return false;
-  for (const auto& w : d.windows)
+  for (const auto& w : d.windows) {
+    const std::string& name = w.region.empty() ? d.region : w.region;
+    const int need = w.gpus > 0 ? w.gpus : amount;
+    const Region* r = nullptr;
+    for (const auto& x : regions)
+      if (x.name == name) r = &x;
+    if (!r) return false;
     for (Time h = floor_hour(w.start); h < w.end; h += Hours{1})
-      if (planned.used(d.region, h) + amount > r->capacity) return false;
+      if (planned.used(name, h) + need > r->capacity) return false;
+  }
   return true;
 }
 

@@ -46,18 +46,26 @@ const IntensitySeries& actual_of(const SimConfig& c, const std::string& zone) {
   return it->second;
 }
 
-// Actual emissions of running `job` in `region` during `windows`.
+// Actual emissions of running `job` during o.windows: each window in its
+// own region at its own width (Window::region / gpus, else `zone` and
+// job.gpus), plus each move's checkpoint transfer (move_network_grams, at
+// the two regions' intensities when the later window starts).
 void account(const SimConfig& c, const Job& job, const std::string& zone, JobOutcome& o) {
-  const auto& r = region_of(c, zone);
-  const auto& a = actual_of(c, zone);
-  double power = r.hardware.power_w(job.gpus, job.utilization);
   o.operational_grams = 0;
-  Seconds run{0};
+  double embodied = 0;
+  const std::string* prev_zone = nullptr;
   for (const auto& w : o.windows) {
-    o.operational_grams += operational_grams(a, w.start, w.end, power, r.pue);
-    run += w.end - w.start;
+    const std::string& z = w.region.empty() ? zone : w.region;
+    const auto& r = region_of(c, z);
+    const auto& a = actual_of(c, z);
+    const int gpus = w.gpus > 0 ? w.gpus : job.gpus;
+    o.operational_grams += operational_grams(a, w.start, w.end, r.hardware.power_w(gpus, job.utilization), r.pue);
+    embodied += embodied_grams(r.hardware, w.end - w.start, gpus);
+    if (prev_zone && *prev_zone != z)
+      o.operational_grams += move_network_grams(job, c.placement.elastic, actual_of(c, *prev_zone).at(w.start), a.at(w.start));
+    prev_zone = &z;
   }
-  o.grams = o.operational_grams + embodied_grams(r.hardware, run, job.gpus);
+  o.grams = o.operational_grams + embodied;
 }
 
 void finish_outcome(const Job& job, JobOutcome& o) {
@@ -152,9 +160,9 @@ void total(const std::vector<Job>& trace, PolicyResult& res) {
     if (!std::isnan(o.operational_grams)) res.operational_grams += o.operational_grams;
     res.deadline_misses += o.deadline_missed ? 1 : 0;
     delays.push_back(o.delay_h);
-    double run_h = 0;
-    for (const auto& w : o.windows) run_h += static_cast<double>((w.end - w.start).count()) / 3600.0;
-    res.gpu_hours_by_region[o.region] += run_h * trace[i].gpus;
+    for (const auto& w : o.windows)
+      res.gpu_hours_by_region[w.region.empty() ? o.region : w.region] +=
+          static_cast<double>((w.end - w.start).count()) / 3600.0 * (w.gpus > 0 ? w.gpus : trace[i].gpus);
   }
   if (res.policy == SimPolicy::kOracle) res.operational_grams = kNaN;
   res.embodied_grams = std::isnan(res.operational_grams) ? kNaN : res.total_grams - res.operational_grams;

@@ -94,6 +94,14 @@ struct ElasticCosts {
   Hours min_hold{2};                   // at most one change per min_hold (windows are whole blocks)
 };
 
+// The one formula for a change's costs, used by placement (forecast) and
+// the simulator (actual): the checkpoint's size in GB, the run time a change
+// to a window costs (resume_overhead, plus the transfer for a move), and a
+// move's network grams at the two regions' intensities (gCO2/kWh).
+double checkpoint_gb(const Job& job, const ElasticCosts& costs);
+Seconds change_overhead(const Job& job, const ElasticCosts& costs, bool move);
+double move_network_grams(const Job& job, const ElasticCosts& costs, double from_gco2_per_kwh, double to_gco2_per_kwh);
+
 enum class Policy { kRunNowHome, kTemporal, kSpatial, kSpatioTemporal };
 const char* policy_name(Policy p);   // "fifo", "temporal", "spatial", "spatio-temporal"
 

@@ -1,0 +1,228 @@
+#include "elastic_plan.h"
+
+#include "carbon/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+
+namespace carbon {
+
+double checkpoint_gb(const Job& job, const ElasticCosts& costs) {
+  return job.checkpoint_gb > 0 ? job.checkpoint_gb : costs.checkpoint_gb_per_gpu * job.gpus;
+}
+
+Seconds change_overhead(const Job& job, const ElasticCosts& costs, bool move) {
+  double s = static_cast<double>(job.resume_overhead.count());
+  if (move && costs.network_gb_per_s > 0) s += checkpoint_gb(job, costs) / costs.network_gb_per_s;
+  return Seconds{static_cast<long>(std::ceil(s))};
+}
+
+double move_network_grams(const Job& job, const ElasticCosts& costs, double from_gco2_per_kwh, double to_gco2_per_kwh) {
+  return checkpoint_gb(job, costs) * costs.network_kwh_per_gb * 0.5 * (from_gco2_per_kwh + to_gco2_per_kwh);
+}
+
+namespace detail {
+
+namespace {
+
+constexpr double kEps = 1e-9;
+
+struct Block {
+  int first = 0, last = 0;   // slots [first, last)
+};
+
+// A width increment offered by a block; the queue pops the lowest
+// cost per unit of work first (ties: the earlier block).
+struct Increment {
+  double ratio = 0;
+  int block = 0;
+  int width_after = 0;
+  bool operator<(const Increment& o) const {
+    return ratio > o.ratio || (ratio == o.ratio && block > o.block);
+  }
+};
+
+}  // namespace
+
+ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>& views, int first_slot, int end_slot,
+                           double slot_h, const ElasticCosts& costs) {
+  ElasticResult res;
+  const int wmin = job.min_width(), wmax = job.max_width();
+  if (wmin < 1 || wmax < wmin) {
+    res.reason = "elastic width [" + std::to_string(wmin) + ", " + std::to_string(wmax) + "] is empty";
+    return res;
+  }
+  if (!(slot_h > 0)) throw CarbonError("plan_elastic: slot length must be > 0");
+  const int B = std::max(1, static_cast<int>(std::lround(static_cast<double>(costs.min_hold.count()) / slot_h)));
+  std::vector<Block> blocks;
+  for (int a = first_slot; a < end_slot; a += B) blocks.push_back({a, std::min(a + B, end_slot)});
+  const size_t nb = blocks.size(), nv = views.size();
+  if (nb == 0 || nv == 0) {
+    res.reason = nb == 0 ? "no whole block of time before the deadline" : "no candidate region";
+    return res;
+  }
+  auto len_h = [&](size_t b) { return (blocks[b].last - blocks[b].first) * slot_h; };
+
+  // Per view and block: free capacity in every slot, ranked grams of one
+  // GPU for the whole block, mean forecast intensity.
+  std::vector<std::vector<int>> freecap(nv, std::vector<int>(nb));
+  std::vector<std::vector<double>> per_gpu(nv, std::vector<double>(nb));
+  std::vector<std::vector<double>> mean_i(nv, std::vector<double>(nb));
+  for (size_t v = 0; v < nv; ++v) {
+    const auto& V = views[v];
+    for (size_t b = 0; b < nb; ++b) {
+      int fc = wmax;
+      double ss = 0, si = 0;
+      for (int k = blocks[b].first; k < blocks[b].last; ++k) {
+        fc = std::min(fc, (*V.capacity)[k] - (*V.used)[k]);
+        ss += (*V.score)[k];
+        si += (*V.intensity)[k];
+      }
+      freecap[v][b] = fc;
+      per_gpu[v][b] = V.kw_per_gpu * ss * slot_h + V.emb_per_gpu_h * len_h(b);
+      mean_i[v][b] = si / (blocks[b].last - blocks[b].first);
+    }
+  }
+
+  // 2. The region of each block, with hysteresis against moves.
+  const double move_h = static_cast<double>(change_overhead(job, costs, true).count()) / 3600.0;
+  std::vector<int> reg(nb, -1);
+  int prev = -1;
+  for (size_t b = 0; b < nb; ++b) {
+    int best = -1;
+    for (size_t v = 0; v < nv; ++v)
+      if (freecap[v][b] >= wmin && (best < 0 || per_gpu[v][b] < per_gpu[best][b] - kEps)) best = static_cast<int>(v);
+    if (best < 0) continue;
+    if (prev >= 0 && prev != best && freecap[prev][b] >= wmin) {
+      double gain = (per_gpu[prev][b] - per_gpu[best][b]) * job.gpus;
+      double move = move_h / len_h(b) * per_gpu[best][b] * job.gpus +
+                    move_network_grams(job, costs, mean_i[prev][b], mean_i[best][b]);
+      if (gain <= move) best = prev;
+    }
+    reg[b] = best;
+    prev = best;
+  }
+
+  // 3. Increments, cheapest work first.
+  std::vector<double> sp(static_cast<size_t>(wmax) + 1, 0.0);
+  for (int w = 1; w <= wmax; ++w) sp[w] = job.speed(w);
+  std::vector<int> width(nb, 0);
+  std::priority_queue<Increment> queue;
+  auto offer_next = [&](size_t b) {
+    int v = reg[b];
+    if (v < 0) return;
+    int cap = std::min(wmax, freecap[v][b]);
+    int w = width[b];
+    int next = w == 0 ? wmin : w + 1;
+    if (next > cap) return;
+    double gain = (sp[next] - sp[w]) * len_h(b);
+    if (gain <= kEps) return;
+    queue.push({per_gpu[v][b] * (next - w) / gain, static_cast<int>(b), next});
+  };
+  for (size_t b = 0; b < nb; ++b) offer_next(b);
+
+  // 4. Windows of the chosen blocks, and the work their changes lose.
+  auto build = [&](double& lost) {
+    std::vector<ElasticWindow> ws;
+    lost = 0;
+    for (size_t b = 0; b < nb; ++b) {
+      if (width[b] == 0) continue;
+      if (!ws.empty() && ws.back().last == blocks[b].first && ws.back().view == reg[b] && ws.back().gpus == width[b]) {
+        ws.back().last = blocks[b].last;
+        continue;
+      }
+      ElasticWindow w;
+      w.view = reg[b];
+      w.first = blocks[b].first;
+      w.last = blocks[b].last;
+      w.gpus = width[b];
+      if (!ws.empty()) {
+        w.overhead_h = static_cast<double>(change_overhead(job, costs, ws.back().view != w.view).count()) / 3600.0;
+        lost += w.overhead_h * sp[w.gpus];
+      }
+      ws.push_back(w);
+    }
+    return ws;
+  };
+  const double need = static_cast<double>(job.duration.count()) / 3600.0;   // work, in hours at width gpus
+  double work = 0, lost = 0;
+  std::vector<ElasticWindow> ws;
+  for (;;) {
+    while (work < need + lost - kEps && !queue.empty()) {
+      Increment it = queue.top();
+      queue.pop();
+      size_t b = static_cast<size_t>(it.block);
+      work += (sp[it.width_after] - sp[width[b]]) * len_h(b);
+      width[b] = it.width_after;
+      offer_next(b);
+    }
+    ws = build(lost);
+    if (work >= need + lost - kEps) break;
+    if (queue.empty()) {
+      res.reason = "not enough free capacity for " + std::to_string(wmin) + ".." + std::to_string(wmax) +
+                   " GPUs before the deadline";
+      return res;
+    }
+  }
+  // No window may be shorter than the change that starts it.
+  for (const auto& w : ws)
+    if (w.overhead_h >= (w.last - w.first) * slot_h - kEps) {
+      res.reason = "a window is shorter than its change overhead";
+      return res;
+    }
+
+  // 5. The last window ends when the work is done.
+  {
+    auto& w = ws.back();
+    double surplus = work - need - lost;
+    double L = (w.last - w.first) * slot_h;
+    double keep = std::max(L - surplus / sp[w.gpus], w.overhead_h + kEps);
+    int slots = std::max(1, static_cast<int>(std::ceil(keep / slot_h - kEps)));
+    w.last = w.first + slots;
+    w.last_frac = std::clamp((keep - (slots - 1) * slot_h) / slot_h, 0.0, 1.0);
+  }
+
+  // Grams and changes.
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const auto& w = ws[i];
+    const auto& V = views[static_cast<size_t>(w.view)];
+    double si = 0, ss = 0, h = 0;
+    for (int k = w.first; k < w.last; ++k) {
+      double f = (k == w.last - 1 ? w.last_frac : 1.0) * slot_h;
+      si += (*V.intensity)[k] * f;
+      ss += (*V.score)[k] * f;
+      h += f;
+    }
+    res.op_g += V.kw_per_gpu * w.gpus * si;
+    res.score_g += V.kw_per_gpu * w.gpus * ss;
+    res.emb_g += V.emb_per_gpu_h * w.gpus * h;
+    if (i == 0) continue;
+    const auto& p = ws[i - 1];
+    const auto& P = views[static_cast<size_t>(p.view)];
+    ElasticChange c;
+    c.window = i;
+    double net = 0;
+    if (p.view != w.view) net = move_network_grams(job, costs, (*P.intensity)[w.first], (*V.intensity)[w.first]);
+    res.network_g += net;
+    double mean_new = si / h;
+    c.cost_grams = w.overhead_h * w.gpus * (V.kw_per_gpu * mean_new + V.emb_per_gpu_h) + net;
+    // The same work at the previous region and width over this window's slots.
+    double pi = 0;
+    for (int k = w.first; k < w.last; ++k) pi += (*P.intensity)[k] * (k == w.last - 1 ? w.last_frac : 1.0) * slot_h;
+    double mean_prev = pi / h;
+    double work_w = (h - w.overhead_h) * sp[w.gpus];
+    double per_work_new = w.gpus * (V.kw_per_gpu * mean_new + V.emb_per_gpu_h) / sp[w.gpus];
+    double per_work_prev = p.gpus * (P.kw_per_gpu * mean_prev + P.emb_per_gpu_h) / sp[p.gpus];
+    c.saved_grams = work_w * (per_work_prev - per_work_new) - c.cost_grams;
+    c.mean_from = mean_prev;
+    c.mean_to = mean_new;
+    res.changes.push_back(std::move(c));
+  }
+  res.windows = std::move(ws);
+  res.ok = true;
+  return res;
+}
+
+}  // namespace detail
+}  // namespace carbon
