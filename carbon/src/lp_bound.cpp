@@ -121,7 +121,7 @@ Model build(const std::vector<Job>& trace, const SimConfig& c, std::vector<std::
     Pre& p = pre[i];
     Time data_end{};
     for (int r : allowed)
-      if (c.regions[r].capacity >= j.gpus) {
+      if (c.regions[r].capacity >= j.min_width()) {
         p.regions.push_back(r);
         data_end = std::max(data_end, series_of(c, c.regions[r].zone).end());
       }
@@ -173,7 +173,12 @@ Model build(const std::vector<Job>& trace, const SimConfig& c, std::vector<std::
     LpJob lj;
     lj.trace_index = i;
     lj.kind = it->second;
-    lj.gpus = j.gpus;
+    // Elastic jobs (Job::elastic()): work at the curve's best work per
+    // GPU-hour, up to the speed of their widest width in any hour.
+    double best_per_gpu = 0;
+    for (int w = j.min_width(); w <= j.max_width(); ++w) best_per_gpu = std::max(best_per_gpu, j.speed(w) / w);
+    const double rate = j.speed(j.max_width());
+    lj.gpus = 1.0 / best_per_gpu;
     lj.hours = need;
     double have = 0;
     if (p.to > p.from) {
@@ -185,8 +190,8 @@ Model build(const std::vector<Job>& trace, const SimConfig& c, std::vector<std::
         double f = static_cast<double>((std::min(p.to, t + Hours{1}) - std::max(p.from, t)).count()) / 3600.0;
         bool data = false;
         for (size_t lr = 0; lr < k.regions.size() && !data; ++lr) data = !std::isnan(m.cost(lj.kind, lr, h));
-        lj.frac.push_back(data ? f : 0.0);
-        have += data ? f : 0.0;
+        lj.frac.push_back(data ? f * rate : 0.0);
+        have += data ? f * rate : 0.0;
       }
     }
     if (have < need - 1e-9) {

@@ -118,6 +118,36 @@ INSTANTIATE_TEST_SUITE_P(
                  1 + 8}),
     [](const ::testing::TestParamInfo<HandCase>& info) { return gstest::test_name(info.param.name); });
 
+// Elastic jobs: a width in [min, max] on a scaling curve.
+Job elastic(Job j, int min_gpus, int max_gpus, std::vector<ScalingPoint> curve = {}) {
+  j.min_gpus = min_gpus;
+  j.max_gpus = max_gpus;
+  j.scaling = std::move(curve);
+  return j;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Elastic, LpBoundHandOptimum,
+    ::testing::Values(
+        HandCase{"a linear elastic job does all its work at its widest in the cleanest hour",
+                 {{"A", 4, {1, 5, 9}}},
+                 {elastic(job("j1", 2, 2, 0, 3), 1, 4)},
+                 4 * 1},
+        HandCase{"an elastic job is capped by its widest speed in every hour",
+                 {{"A", 8, {1, 5, 9}}},
+                 {elastic(job("j1", 2, 4, 0, 3), 1, 4)},
+                 4 * 1 + 4 * 5},
+        HandCase{"on a sublinear curve a GPU-hour does the curve's best work",
+                 {{"A", 8, {1, 5, 9}}},
+                 // speed(1) = 0.6 of speed(2): 1 GPU-hour does 0.6 h of work; 1.2 h at most per hour (width 4).
+                 {elastic(job("j1", 2, 1.2, 0, 3), 1, 4, {{1, 0.6}, {2, 1.0}, {4, 1.2}})},
+                 1.0 / 0.6 * 1.2 * 1},
+        HandCase{"a region smaller than the requested width serves a job that may shrink",
+                 {{"A", 1, {1, 1, 1}}, {"B", 8, {7, 7, 7}}},
+                 {elastic(job("j1", 4, 1, 0, 3), 1, 4)},
+                 3 * 1 + 1 * 7}),   // A: 3 GPU-hours (0.75 h of work); B: the last 0.25 h, 1 GPU-hour
+    [](const ::testing::TestParamInfo<HandCase>& info) { return gstest::test_name(info.param.name); });
+
 // Brute force over integral schedules: every job runs whole hours at full
 // width, any region per hour, within its window and each region's capacity.
 double brute_force(const std::vector<Job>& jobs, const SimConfig& c, int hours) {

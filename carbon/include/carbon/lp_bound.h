@@ -16,7 +16,15 @@
 //              sum_j gpus_j * x[j][r][t]     <= capacity_r           each region, hour
 //
 // f[j][t] is the part of hour t inside [submit_j, deadline_j) (1 for whole
-// hours): a job never runs faster than its width. g is the grams of one
+// hours): a job never runs faster than its width.
+//
+// Elastic jobs (Job::elastic(): a width in [min_width, max_width] on a
+// scaling curve) enter the same LP relaxed further: x[j][r][t] is work (in
+// hours at width gpus_j) done in hour t, at most f[j][t] * speed(max_width)
+// of it, and each unit of work takes 1 / max_w(speed(w) / w) GPU-hours (the
+// curve's best work per GPU-hour, so never more than any real width needs);
+// regions need capacity >= min_width. A fixed-width job is the case
+// min = max = gpus (speed 1, gpus_j GPU-hours per hour of work). g is the grams of one
 // GPU-hour by the simulator's own accounting: operational_grams() over the
 // actual series for hardware.power_w(1, utilization) at the region's PUE,
 // plus embodied_grams() of one GPU-hour.
