@@ -235,6 +235,45 @@ int main(int argc, char** argv) {
   lpo.skip_infeasible_jobs = true;
   const LpBound bound = lp_bound(trace, cfg, lpo);
   const double bound_saved = 100.0 * (fifo_g - bound.grams) / fifo_g;
+  // Elastic and migratable (issue 17): the same trace with every job
+  // elastic between half and twice its GPUs on a declared FSDP-like curve
+  // (each doubling 1.85x faster) and/or migratable; the same LP bound on
+  // that problem. FIFO (the baseline) places every job at its own GPUs.
+  auto elastic_trace = [&](bool elastic, bool migratable, double cost_factor) {
+    std::vector<Job> t = trace;
+    for (auto& j : t) {
+      if (elastic) {
+        j.min_gpus = std::max(1, j.gpus / 2);
+        j.max_gpus = j.gpus * 2;
+        j.scaling = {{j.min_gpus, 0.54}, {j.gpus, 1.0}, {j.max_gpus, 1.85}};
+      }
+      j.migratable = migratable;
+      j.resume_overhead = Seconds{static_cast<long>(std::lround(static_cast<double>(j.resume_overhead.count()) * cost_factor))};
+    }
+    return t;
+  };
+  auto run_elastic = [&](bool elastic, bool migratable, double cost_factor) {
+    SimConfig c = cfg;
+    c.placement.elastic.checkpoint_gb_per_gpu *= cost_factor;
+    auto r = simulate(elastic_trace(elastic, migratable, cost_factor), c, SimPolicy::kSpatioTemporal);
+    r.saved_pct_vs_fifo = 100.0 * (fifo_g - r.total_grams) / fifo_g;
+    return r;
+  };
+  auto count_changes = [](const PolicyResult& r, int& resizes, int& moves) {
+    resizes = moves = 0;
+    for (const auto& x : r.outcomes)
+      for (size_t w = 1; w < x.windows.size(); ++w) {
+        const auto& a = x.windows[w - 1];
+        const auto& b = x.windows[w];
+        resizes += a.gpus != b.gpus ? 1 : 0;
+        moves += a.region != b.region ? 1 : 0;
+      }
+  };
+  const auto el_full = run_elastic(true, true, 1.0);
+  const auto el_only = run_elastic(true, false, 1.0);
+  const auto mig_only = run_elastic(false, true, 1.0);
+  const LpBound el_bound = lp_bound(elastic_trace(true, true, 1.0), cfg, lpo);
+  const double el_bound_saved = 100.0 * (fifo_g - el_bound.grams) / fifo_g;
   // The service engine: the same trace through the controller's Scheduler.
   controller::ServiceSimOptions so;
   so.forecaster = "perfect";
@@ -256,6 +295,37 @@ int main(int argc, char** argv) {
               "# capacity prices (valid for any prices); %zu jobs infeasible even alone (left out)\n\n",
               bound.lps, bound.max_rows, bound.max_cols, bound.solve_s, bound.total_s, lpo.threads,
               bound.infeasible_jobs.size());
+  std::printf("## elastic and migratable (perfect forecast; jobs elastic between half and twice their GPUs, each\n"
+              "## doubling 1.85x faster; a change costs its job's resume overhead (%d min) plus, to move, %.0f GB per\n"
+              "## GPU over %.2f GB/s at %.3f kWh/GB; at most one change per %ld h; vs_bound = saved_%% / the elastic\n"
+              "## LP bound's saved_%%)\n",
+              static_cast<int>(trace.empty() ? 0 : trace[0].resume_overhead.count() / 60),
+              cfg.placement.elastic.checkpoint_gb_per_gpu, cfg.placement.elastic.network_gb_per_s,
+              cfg.placement.elastic.network_kwh_per_gb, static_cast<long>(cfg.placement.elastic.min_hold.count()));
+  std::printf("%-26s %12s %9s %7s %9s %9s %9s %9s\n", "policy", "total_tCO2e", "saved_%", "misses", "p95_dly_h",
+              "resizes", "moves", "vs_bound");
+  auto el_row = [&](const char* name, const PolicyResult& r) {
+    int rs = 0, mv = 0;
+    count_changes(r, rs, mv);
+    std::printf("%-26s %12.2f %9.2f %7d %9.2f %9d %9d %9.3f\n", name, r.total_grams / 1e6, r.saved_pct_vs_fifo,
+                r.deadline_misses, r.p95_delay_h, rs, mv, r.saved_pct_vs_fifo / el_bound_saved);
+  };
+  el_row("spatio-temporal (fixed)", perfect[3]);
+  el_row("elastic-only", el_only);
+  el_row("migration-only", mig_only);
+  el_row("elastic+migration (full)", el_full);
+  std::printf("%-26s %12.2f %9.2f %7d %9s %9s %9s %9.3f\n", "lp-bound (elastic)", el_bound.grams / 1e6, el_bound_saved, 0,
+              "-", "-", "-", 1.0);
+  std::printf("%-26s %12.2f %9.2f %7d %9s %9s %9s %9.3f\n", "lp-bound (fixed width)", bound.grams / 1e6, bound_saved, 0,
+              "-", "-", "-", bound_saved / el_bound_saved);
+  std::printf("# migration cost sensitivity (full policy):");
+  for (double f : {0.5, 2.0}) {
+    auto r = run_elastic(true, true, f);
+    int rs = 0, mv = 0;
+    count_changes(r, rs, mv);
+    std::printf(" x%.1f: saved %.2f%%, misses %d, %d moves;", f, r.saved_pct_vs_fifo, r.deadline_misses, mv);
+  }
+  std::printf("\n\n");
   size_t same = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
     const auto& a = perfect[3].outcomes[i];
@@ -365,9 +435,13 @@ int main(int argc, char** argv) {
   std::printf(
       "RESULT carbon_policies saved_pct=%.2f saved_pct_err14=%.2f deadline_misses=%d temporal_only_saved_pct=%.2f "
       "spatial_only_saved_pct=%.2f oracle_saved_pct=%.2f cycle_ms_10k=%.1f service_saved_pct=%.2f service_misses=%d "
-      "service_vs_library_pts=%.2f bound_saved_pct=%.2f spatio_temporal_vs_bound=%.3f\n",
+      "service_vs_library_pts=%.2f bound_saved_pct=%.2f spatio_temporal_vs_bound=%.3f elastic_saved_pct=%.2f "
+      "elastic_misses=%d elastic_vs_bound=%.3f elastic_only_saved_pct=%.2f migration_only_saved_pct=%.2f "
+      "bound_fixed_saved_pct=%.2f\n",
       st.saved_pct_vs_fifo, err14.saved_pct_vs_fifo, st.deadline_misses, perfect[1].saved_pct_vs_fifo,
       perfect[2].saved_pct_vs_fifo, perfect[4].saved_pct_vs_fifo, cycle_ms, svc_st.saved_pct_vs_fifo,
-      svc_st.deadline_misses, pts, bound_saved, st.saved_pct_vs_fifo / bound_saved);
+      svc_st.deadline_misses, pts, el_bound_saved, st.saved_pct_vs_fifo / el_bound_saved, el_full.saved_pct_vs_fifo,
+      el_full.deadline_misses, el_full.saved_pct_vs_fifo / el_bound_saved, el_only.saved_pct_vs_fifo,
+      mig_only.saved_pct_vs_fifo, bound_saved);
   return 0;
 }

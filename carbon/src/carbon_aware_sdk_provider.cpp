@@ -7,7 +7,9 @@ namespace carbon {
 using Kind = ProviderError::Kind;
 using nlohmann::json;
 
-CarbonAwareSdkProvider::CarbonAwareSdkProvider(HttpOptions options) : options_(std::move(options)) {}
+CarbonAwareSdkProvider::CarbonAwareSdkProvider(HttpOptions options) : options_(std::move(options)) {
+  detail::check_resolution(options_, "carbon-aware-sdk");
+}
 
 namespace {
 
@@ -55,8 +57,9 @@ IntensitySeries CarbonAwareSdkProvider::history(const std::string& zone, Time fr
   std::string who = name() + " history(" + zone + ")";
   auto body = detail::get_json(options_, "/emissions/bylocations",
                                {{"location", zone}, {"time", format_time(from)}, {"toTime", format_time(to)}}, {}, who);
-  auto s = detail::hourly_series(zone, emissions_points(body, zone, who), who);
-  if (!s.covers(floor_hour(from), ceil_hour(to)))
+  const Seconds step = options_.resolution;
+  auto s = detail::regular_series(zone, emissions_points(body, zone, who), who, step);
+  if (!s.covers(floor_to_step(from, step), ceil_to_step(to, step)))
     throw ProviderError(Kind::kGap, who + ": answer covers [" + format_time(s.start()) + ", " + format_time(s.end()) +
                                         "), requested [" + format_time(from) + ", " + format_time(to) + ")");
   return s.slice(from, to);
@@ -77,14 +80,20 @@ Forecast CarbonAwareSdkProvider::forecast(const std::string& zone, Time now, Hou
   auto data = fc->find("forecastData");
   if (data == fc->end() || !data->is_array())
     throw ProviderError(Kind::kMalformed, who + ": missing 'forecastData' array");
+  // Points from the hour of `now` (one of them may be in force at the step
+  // of `now`) to the end of the horizon from that step.
+  const Seconds step = options_.resolution;
+  const Time t0 = floor_to_step(now, step);
   std::vector<IntensitySample> pts;
   for (const auto& e : *data) {
     auto p = forecast_point(e, who);
-    if (p.time >= floor_hour(now) && p.time < floor_hour(now) + horizon) pts.push_back(p);
+    if (p.time >= floor_hour(now) && p.time < t0 + horizon) pts.push_back(p);
   }
   if (pts.empty()) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
   Forecast f;
-  f.series = detail::hourly_series(zone, pts, who);
+  f.series = detail::regular_series(zone, pts, who, step);
+  if (f.series.end() <= t0) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
+  f.series = f.series.slice(t0, t0 + horizon);
   f.generated_at = fc->contains("generatedAt") ? detail::time_member(*fc, "generatedAt", who) : now;
   if (auto o = fc->find("optimalDataPoints"); o != fc->end()) {
     if (!o->is_array()) throw ProviderError(Kind::kMalformed, who + ": 'optimalDataPoints' is not an array");

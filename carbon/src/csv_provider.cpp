@@ -70,6 +70,7 @@ IntensitySeries parse_intensity_csv(const std::string& text, const std::string& 
   std::vector<IntensitySample> samples;
   samples.reserve(lines.size());
   std::vector<int> sample_line;
+  Seconds step = Hours{1};   // set from the first two rows
   for (size_t li = 1; li < lines.size(); ++li) {
     int line_no = static_cast<int>(li) + 1;
     if (detail::trim(lines[li]).empty()) continue;
@@ -102,20 +103,41 @@ IntensitySeries parse_intensity_csv(const std::string& text, const std::string& 
       if (dt.count() < 0)
         throw InputError(name, line_no, c_time + 1,
                          "timestamps not sorted: " + format_time(s.time) + " after " + format_time(samples.back().time));
-      if (dt % Hours{1} != Seconds{0})
-        throw InputError(name, line_no, c_time + 1, "timestamp " + format_time(s.time) + " not on the hourly grid");
-      long missing = dt / Hours{1} - 1;
+      if (samples.size() == 1) {
+        // The step: the spacing of the first two rows when at most an hour
+        // (then 5, 15, 30 or 60 minutes); a longer one is an hourly gap.
+        if (dt <= Hours{1} && !is_supported_step(dt))
+          throw InputError(name, line_no, c_time + 1,
+                           "timestamp " + format_time(s.time) + " is " + std::to_string(dt.count()) +
+                               " s after the previous row: the step must be 5, 15, 30 or 60 minutes");
+        step = dt <= Hours{1} ? dt : Seconds{Hours{1}};
+        if (floor_to_step(samples[0].time, step) != samples[0].time)
+          throw InputError(name, sample_line[0], c_time + 1,
+                           "timestamp " + format_time(samples[0].time) + " not on the " + step_name(step) + " grid");
+      }
+      if (floor_to_step(s.time, step) != s.time)
+        throw InputError(name, line_no, c_time + 1,
+                         "timestamp " + format_time(s.time) + " not on the " + step_name(step) +
+                             " grid (misaligned, or a different step mixed in)");
+      long missing = dt / step - 1;
       if (missing > options.max_gap_fill)
         throw InputError(name, line_no, c_time + 1,
-                         "gap: " + std::to_string(missing) + " missing hour(s) before " + format_time(s.time));
-    } else if (s.time != floor_hour(s.time)) {
-      throw InputError(name, line_no, c_time + 1, "timestamp " + format_time(s.time) + " not on the hourly grid");
+                         "gap: " + std::to_string(missing) +
+                             (step == Hours{1} ? " missing hour(s)" : " missing " + step_name(step) + " step(s)") +
+                             " before " + format_time(s.time));
     }
     samples.push_back(s);
     sample_line.push_back(line_no);
   }
   if (samples.empty()) throw InputError(name, 2, 0, "no data rows");
-  return IntensitySeries::from_samples(zone, samples, Hours{1}, options.max_gap_fill);
+  if (samples.size() == 1) {
+    try {
+      step = IntensitySeries::detect_step(zone, samples);
+    } catch (const CarbonError& e) {
+      throw InputError(name, sample_line[0], c_time + 1, e.what());
+    }
+  }
+  return IntensitySeries::from_samples(zone, samples, step, options.max_gap_fill);
 }
 
 IntensitySeries read_intensity_csv(const std::filesystem::path& file, const CsvOptions& options) {
@@ -179,7 +201,7 @@ Reading CsvProvider::current(const std::string& zone, Time now) {
 IntensitySeries CsvProvider::history(const std::string& zone, Time from, Time to) {
   const auto& s = series(zone);
   if (to <= from) throw ProviderError(ProviderError::Kind::kNoData, "csv: empty history range");
-  if (!s.covers(floor_hour(from), ceil_hour(to)))
+  if (!s.covers(floor_to_step(from, s.step()), ceil_to_step(to, s.step())))
     throw ProviderError(ProviderError::Kind::kNoData, "csv: " + zone + " [" + format_time(from) + ", " +
                                                           format_time(to) + ") outside the recording [" +
                                                           format_time(s.start()) + ", " + format_time(s.end()) + ")");
@@ -188,7 +210,8 @@ IntensitySeries CsvProvider::history(const std::string& zone, Time from, Time to
 
 Forecast CsvProvider::forecast(const std::string& zone, Time now, Hours horizon) {
   Forecast f;
-  f.series = history(zone, floor_hour(now), floor_hour(now) + horizon);
+  const Time t0 = floor_to_step(now, series(zone).step());
+  f.series = history(zone, t0, t0 + horizon);
   f.generated_at = now;
   return f;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <queue>
 
 namespace carbon {
@@ -108,17 +109,56 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
   std::vector<double> sp(static_cast<size_t>(wmax) + 1, 0.0);
   for (int w = 1; w <= wmax; ++w) sp[w] = job.speed(w);
   std::vector<int> width(nb, 0);
+  // The change that starts block b in the current widths (0 when b does not
+  // run, continues the block before it, or is the first to run): its ranked
+  // grams and the work it loses.
+  auto change_at = [&](size_t b, double& lost_work) {
+    lost_work = 0;
+    if (width[b] == 0) return 0.0;
+    if (b > 0 && width[b - 1] == width[b] && reg[b - 1] == reg[b]) return 0.0;
+    size_t p = b;
+    while (p > 0 && width[p - 1] == 0) --p;
+    if (p == 0) return 0.0;
+    const double ov = static_cast<double>(change_overhead(job, costs, reg[p - 1] != reg[b]).count()) / 3600.0;
+    lost_work = ov * sp[width[b]];
+    return ov / len_h(b) * per_gpu[reg[b]][b] * width[b];
+  };
+  // Ranked grams and lost work of the changes at b and at the next block
+  // that runs after it, with b at width w.
+  auto local_changes = [&](size_t b, int w, double& lost_work) {
+    const int keep = width[b];
+    width[b] = w;
+    size_t c = b + 1;
+    while (c < nb && width[c] == 0) ++c;
+    double l1 = 0, l2 = 0;
+    double g = change_at(b, l1) + (c < nb ? change_at(c, l2) : 0.0);
+    width[b] = keep;
+    lost_work = l1 + l2;
+    return g;
+  };
+  // Cost per unit of work of raising block b to its next width level, its
+  // changes included (+inf when it gains nothing after them).
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  auto next_width = [&](size_t b) {
+    const int v = reg[b];
+    if (v < 0) return 0;
+    const int cap = std::min(wmax, freecap[v][b]);
+    const int w = width[b];
+    const int next = w < wmin ? wmin : w + 1;
+    return next > cap || next == w ? 0 : next;
+  };
+  auto ratio = [&](size_t b, int next) {
+    const int w = width[b];
+    double lost_now = 0, lost_next = 0;
+    const double g_now = local_changes(b, w, lost_now);
+    const double g_next = local_changes(b, next, lost_next);
+    const double gain = (sp[next] - sp[w]) * len_h(b) - (lost_next - lost_now);
+    if (gain <= kEps) return kNever;
+    return (per_gpu[reg[b]][b] * (next - w) + g_next - g_now) / gain;
+  };
   std::priority_queue<Increment> queue;
   auto offer_next = [&](size_t b) {
-    int v = reg[b];
-    if (v < 0) return;
-    int cap = std::min(wmax, freecap[v][b]);
-    int w = width[b];
-    int next = w == 0 ? wmin : w + 1;
-    if (next > cap) return;
-    double gain = (sp[next] - sp[w]) * len_h(b);
-    if (gain <= kEps) return;
-    queue.push({per_gpu[v][b] * (next - w) / gain, static_cast<int>(b), next});
+    if (int next = next_width(b); next > 0) queue.push({ratio(b, next), static_cast<int>(b), next});
   };
   for (size_t b = 0; b < nb; ++b) offer_next(b);
 
@@ -153,9 +193,22 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
       Increment it = queue.top();
       queue.pop();
       size_t b = static_cast<size_t>(it.block);
+      if (it.width_after != next_width(b)) continue;   // stale
+      // Neighbours may have changed since it was offered: re-price lazily.
+      const double r = ratio(b, it.width_after);
+      if (r > it.ratio * (1 + 1e-12) + kEps && !queue.empty() && r > queue.top().ratio) {
+        it.ratio = r;
+        queue.push(it);
+        continue;
+      }
       work += (sp[it.width_after] - sp[width[b]]) * len_h(b);
       width[b] = it.width_after;
       offer_next(b);
+      // The next running blocks on either side now see other changes.
+      for (size_t c = b; c-- > 0;)
+        if (width[c] > 0 || c + 1 == b) { offer_next(c); if (width[c] > 0) break; }
+      for (size_t c = b + 1; c < nb; ++c)
+        if (width[c] > 0 || c == b + 1) { offer_next(c); if (width[c] > 0) break; }
     }
     ws = build(lost);
     if (work >= need + lost - kEps) break;

@@ -10,7 +10,9 @@ using Kind = ProviderError::Kind;
 using nlohmann::json;
 
 ElectricityMapsProvider::ElectricityMapsProvider(HttpOptions options, std::string auth_token)
-    : options_(std::move(options)), token_(std::move(auth_token)) {}
+    : options_(std::move(options)), token_(std::move(auth_token)) {
+  detail::check_resolution(options_, "electricitymaps");
+}
 
 namespace {
 
@@ -25,6 +27,19 @@ const json& array_member(const json& body, const char* key, const std::string& w
   auto it = body.find(key);
   if (it == body.end() || !it->is_array()) throw ProviderError(Kind::kMalformed, who + ": missing '" + key + "' array");
   return *it;
+}
+
+// Query parameters: the zone, plus temporalGranularity when sub-hourly data
+// is wanted (hourly requests stay as they always were).
+std::multimap<std::string, std::string> query(const std::string& zone, Seconds resolution) {
+  std::multimap<std::string, std::string> q{{"zone", zone}};
+  if (resolution < Hours{1}) q.emplace("temporalGranularity", resolution == Seconds{300} ? "5_minutes" : "15_minutes");
+  return q;
+}
+
+// The step of the points asked for: 5 or 15 minutes below an hour, else 60.
+Seconds granularity(Seconds resolution) {
+  return resolution >= Hours{1} ? Seconds{Hours{1}} : resolution == Seconds{300} ? Seconds{300} : Seconds{900};
 }
 
 }  // namespace
@@ -47,27 +62,31 @@ Reading ElectricityMapsProvider::current(const std::string& zone, Time now) {
 
 IntensitySeries ElectricityMapsProvider::history(const std::string& zone, Time from, Time to) {
   std::string who = name() + " history(" + zone + ")";
-  const Time h0 = floor_hour(from), h1 = ceil_hour(to);
+  const Seconds step = options_.resolution;
+  const Time h0 = floor_to_step(from, step), h1 = ceil_to_step(to, step);
   if (h1 <= h0) throw ProviderError(Kind::kNoData, who + ": empty range [" + format_time(from) + ", " + format_time(to) + ")");
   // The last 24 h first (one request); an older range from /past-range.
-  auto body = detail::get_json(options_, "/v3/carbon-intensity/history", {{"zone", zone}}, {{"auth-token", token_}}, who);
+  auto body = detail::get_json(options_, "/v3/carbon-intensity/history", query(zone, step), {{"auth-token", token_}}, who);
   std::vector<IntensitySample> pts;
   for (const auto& e : array_member(body, "history", who)) pts.push_back(point(e, who));
-  auto s = detail::hourly_series(zone, pts, who);
+  auto s = detail::regular_series(zone, pts, who, step);
   if (s.covers(h0, h1)) return s.slice(from, to);
   if (h0 >= s.start())
     throw ProviderError(Kind::kNoData, who + ": answer covers [" + format_time(s.start()) + ", " + format_time(s.end()) +
                                            "), requested [" + format_time(from) + ", " + format_time(to) + ")");
-  // /past-range answers at most kPastRangeMaxHours hourly points a request:
-  // ask in consecutive chunks [a, b) and keep only the points inside each.
+  // /past-range answers at most kPastRangeMaxPoints points a request (10
+  // days of hourly points): ask in consecutive chunks [a, b) and keep only
+  // the points inside each.
   std::string rwho = name() + " history(" + zone + ") past-range";
+  const Seconds chunk = granularity(step) * kPastRangeMaxPoints;
   pts.clear();
   for (Time a = h0; a < h1;) {
-    Time b = std::min(h1, a + kPastRangeMaxHours);
-    auto chunk = detail::get_json(options_, "/v3/carbon-intensity/past-range",
-                                  {{"zone", zone}, {"start", format_time(a)}, {"end", format_time(b)}},
-                                  {{"auth-token", token_}}, rwho);
-    for (const auto& e : array_member(chunk, "data", rwho)) {
+    Time b = std::min(h1, a + chunk);
+    auto q = query(zone, step);
+    q.emplace("start", format_time(a));
+    q.emplace("end", format_time(b));
+    auto reply = detail::get_json(options_, "/v3/carbon-intensity/past-range", q, {{"auth-token", token_}}, rwho);
+    for (const auto& e : array_member(reply, "data", rwho)) {
       auto p = point(e, rwho);
       if (p.time >= a && p.time < b) pts.push_back(p);
     }
@@ -75,7 +94,7 @@ IntensitySeries ElectricityMapsProvider::history(const std::string& zone, Time f
   }
   if (pts.empty())
     throw ProviderError(Kind::kNoData, rwho + ": no points in [" + format_time(h0) + ", " + format_time(h1) + ")");
-  auto r = detail::hourly_series(zone, pts, rwho);
+  auto r = detail::regular_series(zone, pts, rwho, step);
   if (!r.covers(h0, h1))
     throw ProviderError(Kind::kGap, rwho + ": answer covers [" + format_time(r.start()) + ", " + format_time(r.end()) +
                                         "), requested [" + format_time(from) + ", " + format_time(to) + ")");
@@ -84,15 +103,22 @@ IntensitySeries ElectricityMapsProvider::history(const std::string& zone, Time f
 
 Forecast ElectricityMapsProvider::forecast(const std::string& zone, Time now, Hours horizon) {
   std::string who = name() + " forecast(" + zone + ")";
-  auto body = detail::get_json(options_, "/v3/carbon-intensity/forecast", {{"zone", zone}}, {{"auth-token", token_}}, who);
+  const Seconds step = options_.resolution;
+  auto body =
+      detail::get_json(options_, "/v3/carbon-intensity/forecast", query(zone, step), {{"auth-token", token_}}, who);
+  // Points from the hour of `now` (one of them may be in force at the step
+  // of `now`) to the end of the horizon from that step.
+  const Time t0 = floor_to_step(now, step);
   std::vector<IntensitySample> pts;
   for (const auto& e : array_member(body, "forecast", who)) {
     auto p = point(e, who);
-    if (p.time >= floor_hour(now) && p.time < floor_hour(now) + horizon) pts.push_back(p);
+    if (p.time >= floor_hour(now) && p.time < t0 + horizon) pts.push_back(p);
   }
   if (pts.empty()) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
   Forecast f;
-  f.series = detail::hourly_series(zone, pts, who);
+  f.series = detail::regular_series(zone, pts, who, step);
+  if (f.series.end() <= t0) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
+  f.series = f.series.slice(t0, t0 + horizon);
   f.generated_at = body.contains("updatedAt") ? detail::time_member(body, "updatedAt", who) : now;
   return f;
 }

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace carbon::detail {
@@ -71,24 +72,52 @@ Time time_member(const nlohmann::json& obj, const char* key, const std::string& 
   return t;
 }
 
-IntensitySeries hourly_series(const std::string& zone, const std::vector<IntensitySample>& points, const std::string& who) {
+IntensitySeries regular_series(const std::string& zone, const std::vector<IntensitySample>& points, const std::string& who,
+                               Seconds step) {
   if (points.empty()) throw ProviderError(Kind::kNoData, who + ": no data points for " + zone);
+  std::vector<IntensitySample> pts = points;
+  std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.time < b.time; });
+  Seconds native;
+  try {
+    native = IntensitySeries::detect_step(zone, pts);
+  } catch (const CarbonError& e) {
+    throw ProviderError(Kind::kMalformed, who + ": " + e.what());
+  }
+  // Coarser points: each holds for `native`, i.e. for native/step steps.
+  if (native > step) {
+    std::vector<IntensitySample> fine;
+    fine.reserve(pts.size() * static_cast<size_t>(native / step));
+    for (const auto& p : pts)
+      for (Time t = p.time; t < p.time + native; t += step) fine.push_back({t, p.gco2_per_kwh, p.estimated});
+    pts = std::move(fine);
+  }
   std::map<Time, std::pair<double, int>> buckets;
   std::map<Time, bool> estimated;
-  for (const auto& p : points) {
-    auto& b = buckets[floor_hour(p.time)];
+  for (const auto& p : pts) {
+    Time b0 = floor_to_step(p.time, step);
+    auto& b = buckets[b0];
     b.first += p.gco2_per_kwh;
     b.second += 1;
-    estimated[floor_hour(p.time)] = estimated[floor_hour(p.time)] || p.estimated;
+    estimated[b0] = estimated[b0] || p.estimated;
   }
-  std::vector<IntensitySample> hourly;
+  std::vector<IntensitySample> out;
   for (auto& [t, b] : buckets) {
-    if (!hourly.empty() && t - hourly.back().time != Hours{1})
-      throw ProviderError(Kind::kGap, who + ": " + zone + " has no data for " + format_time(hourly.back().time + Hours{1}) +
-                                          " .. " + format_time(t - Hours{1}));
-    hourly.push_back({t, b.first / b.second, estimated[t]});
+    if (!out.empty() && t - out.back().time != step)
+      throw ProviderError(Kind::kGap, who + ": " + zone + " has no data for " + format_time(out.back().time + step) +
+                                          " .. " + format_time(t - step));
+    out.push_back({t, b.first / b.second, estimated[t]});
   }
-  return IntensitySeries::from_samples(zone, hourly);
+  return IntensitySeries::from_samples(zone, out, step);
+}
+
+IntensitySeries hourly_series(const std::string& zone, const std::vector<IntensitySample>& points, const std::string& who) {
+  return regular_series(zone, points, who, Hours{1});
+}
+
+void check_resolution(const HttpOptions& options, const std::string& provider) {
+  if (!is_supported_step(options.resolution))
+    throw CarbonError(provider + ": resolution of " + std::to_string(options.resolution.count()) +
+                      " s is not supported (5, 15, 30 or 60 minutes)");
 }
 
 }  // namespace carbon::detail

@@ -27,9 +27,17 @@ double number_member(const nlohmann::json& obj, const char* key, const std::stri
 // Reads a required timestamp member; bad -> kMalformed.
 Time time_member(const nlohmann::json& obj, const char* key, const std::string& who);
 
-// Averages points per UTC hour and returns an hourly series; a missing hour
-// between the first and last point -> ProviderError(kGap).
+// A series at `step` (5, 15, 30 or 60 minutes) from a source's points:
+// the points' own step is validated (IntensitySeries::detect_step; a bad
+// one -> ProviderError(kMalformed) naming the first bad timestamp); finer
+// points are averaged per UTC step, coarser ones repeated over each finer
+// step; a missing step between the first and last point -> kGap.
+IntensitySeries regular_series(const std::string& zone, const std::vector<IntensitySample>& points,
+                               const std::string& who, Seconds step);
+// Hourly (regular_series at one hour).
 IntensitySeries hourly_series(const std::string& zone, const std::vector<IntensitySample>& points,
                               const std::string& who);
+// Throws CarbonError unless `resolution` is a supported step.
+void check_resolution(const HttpOptions& options, const std::string& provider);
 
 }  // namespace carbon::detail

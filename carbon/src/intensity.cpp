@@ -3,8 +3,61 @@
 #include "carbon/error.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace carbon {
+
+bool is_supported_step(Seconds step) {
+  return step == Seconds{300} || step == Seconds{900} || step == Seconds{1800} || step == Seconds{3600};
+}
+
+std::string step_name(Seconds step) {
+  if (step == Hours{1}) return "hourly";
+  if (step.count() > 0 && step.count() % 60 == 0 && step < Hours{1}) return std::to_string(step.count() / 60) + "-minute";
+  return std::to_string(step.count()) + " s";
+}
+
+Time floor_to_step(Time t, Seconds step) {
+  const auto s = to_unix(t), n = static_cast<std::int64_t>(step.count());
+  return from_unix((s >= 0 ? s / n : -((-s + n - 1) / n)) * n);
+}
+
+Time ceil_to_step(Time t, Seconds step) {
+  Time f = floor_to_step(t, step);
+  return f == t ? t : f + step;
+}
+
+namespace {
+bool on_grid(Time t, Seconds step) { return floor_to_step(t, step) == t; }
+}  // namespace
+
+Seconds IntensitySeries::detect_step(const std::string& zone, const std::vector<IntensitySample>& samples) {
+  const std::string who = "intensity series '" + zone + "': ";
+  if (samples.empty()) throw CarbonError(who + "no samples");
+  for (size_t i = 1; i < samples.size(); ++i) {
+    auto dt = samples[i].time - samples[i - 1].time;
+    if (dt.count() <= 0)
+      throw CarbonError(who + (dt.count() == 0 ? "duplicate" : "unsorted") + " timestamp " + format_time(samples[i].time));
+  }
+  Seconds step = Hours{1};
+  if (samples.size() == 1) {
+    for (Seconds s : {Seconds{3600}, Seconds{1800}, Seconds{900}, Seconds{300}})
+      if (on_grid(samples[0].time, s)) return s;
+    throw CarbonError(who + "timestamp " + format_time(samples[0].time) + " is not on the 5-minute grid");
+  }
+  auto first = samples[1].time - samples[0].time;
+  if (first <= Hours{1}) {
+    if (!is_supported_step(first))
+      throw CarbonError(who + "timestamp " + format_time(samples[1].time) + " is " + std::to_string(first.count()) +
+                        " s after the previous one: the step must be 5, 15, 30 or 60 minutes");
+    step = first;
+  }
+  for (const auto& s : samples)
+    if (!on_grid(s.time, step))
+      throw CarbonError(who + "timestamp " + format_time(s.time) + " is not on the " + step_name(step) +
+                        " grid of the series (misaligned, or a different step mixed in)");
+  return step;
+}
 
 IntensitySeries::IntensitySeries(std::string zone, Time start, Seconds step, std::vector<double> values)
     : zone_(std::move(zone)), start_(start), step_(step), values_(std::move(values)) {
@@ -24,6 +77,8 @@ IntensitySeries::IntensitySeries(std::string zone, Time start, Seconds step, std
 IntensitySeries IntensitySeries::from_samples(std::string zone, const std::vector<IntensitySample>& samples,
                                               Seconds step, int max_gap_fill) {
   if (samples.empty()) throw CarbonError("intensity series '" + zone + "': no samples");
+  if (step == kDetectStep) step = detect_step(zone, samples);
+  if (step.count() <= 0) throw CarbonError("intensity series '" + zone + "': step must be positive");
   std::vector<double> values;
   values.reserve(samples.size());
   values.push_back(samples[0].gco2_per_kwh);

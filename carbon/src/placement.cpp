@@ -47,9 +47,42 @@ Scratch& scratch() {
   return s;
 }
 
-// One region prepared for a pass: hourly slots from floor_hour(now).
+// Slots (placement.h, "Slots"): the pass's time quantum `slot` is the finest
+// forecast step among its regions (60 minutes when all are hourly). Slot k
+// is [base + k*slot, base + (k+1)*slot), base = floor_to_step(now, slot); a
+// run starting in slot 0 starts at `now`. Positions (x) are in slots from
+// base; slot_h = slot in hours converts slot sums to hours.
+
+// Offset of `now` into its slot, in slots.
+double now_offset(Time now, Seconds slot) {
+  return static_cast<double>((now - floor_to_step(now, slot)).count()) / static_cast<double>(slot.count());
+}
+
+// Slots a run of `slots` (fractional) occupies.
+int slots_for(double slots) { return static_cast<int>(std::ceil(slots - 1e-9)); }
+
+Time slot_time(Time now, int k, Seconds slot) { return k == 0 ? now : floor_to_step(now, slot) + slot * k; }
+
+// Largest number of slots usable before the deadline starting from slot 0
+// (slot k usable if its end <= deadline, treating slot 0 as starting at now).
+int slots_before(Time now, Time deadline, int n, Seconds slot) {
+  if (deadline == Time::max()) return n;
+  if (deadline <= now) return 0;
+  auto k = (deadline - floor_to_step(now, slot)) / slot;
+  return static_cast<int>(std::min<long>(k, n));
+}
+
+// "48 h", "1.5 h": a length in hours for messages (whole hours as before).
+std::string hours_str(Seconds s) {
+  if (s % Hours{1} == Seconds{0}) return std::to_string(s / Hours{1}) + " h";
+  return fmt1(static_cast<double>(s.count()) / 3600.0) + " h";
+}
+
+// One region prepared for a pass: slots from floor_to_step(now, slot).
 struct Prepared {
   const Region* region = nullptr;
+  Seconds slot{3600};             // the pass's slot (same for every region)
+  double slot_h = 1.0;            // slot in hours
   std::string problem;            // non-empty: region unusable (reason)
   int forecast_slots = 0;         // slots backed by the real forecast
   std::vector<double> intensity;  // per slot (extended beyond forecast_slots)
@@ -61,44 +94,62 @@ struct Prepared {
   int max_capacity = 0;
 };
 
-Prepared prepare(const Region& r, Time now, int n, const CapacityLedger& ledger) {
+Prepared prepare(const Region& r, Time now, int n, const CapacityLedger& ledger, Seconds slot) {
   Prepared p;
   p.region = &r;
-  Time h0 = floor_hour(now);
+  p.slot = slot;
+  p.slot_h = static_cast<double>(slot.count()) / 3600.0;
+  const Time base = floor_to_step(now, slot);
   const auto& f = r.forecast;
   if (f.empty()) {
     p.problem = "no forecast";
     return p;
   }
-  if (f.step() != Hours{1}) {
-    p.problem = "forecast is not hourly";
+  if (!is_supported_step(f.step())) {
+    const auto c = f.step().count();
+    p.problem = "forecast step of " + (c % 60 == 0 ? std::to_string(c / 60) + " min" : std::to_string(c) + " s") +
+                " is not supported (5, 15, 30 or 60 minutes)";
     return p;
   }
-  if (f.start() != floor_hour(f.start())) {
-    p.problem = "forecast starts at " + format_time(f.start()) + ", not on an hour boundary";
+  if (f.start() != floor_to_step(f.start(), f.step())) {
+    p.problem = "forecast starts at " + format_time(f.start()) + ", not on " +
+                (f.step() == Hours{1} ? std::string("an hour") : "a " + step_name(f.step())) + " boundary";
     return p;
   }
-  if (h0 < f.start() || h0 >= f.end()) {
+  if (base < f.start() || base >= f.end()) {
     p.problem = "forecast [" + format_time(f.start()) + ", " + format_time(f.end()) + ") does not contain " +
-                format_time(h0);
+                format_time(base);
     return p;
   }
-  size_t i0 = f.index_of(h0);
-  int avail = static_cast<int>(std::min<size_t>(f.size() - i0, static_cast<size_t>(n)));
+  // A coarser forecast is expanded to the slot: each value repeated over the
+  // slots of its step (exact: the steps nest).
+  int avail = static_cast<int>(std::min<long>((f.end() - base) / slot, n));
   p.forecast_slots = avail;
   p.intensity.resize(static_cast<size_t>(n));
-  for (int k = 0; k < avail; ++k) p.intensity[k] = f[i0 + k];
-  int period = std::min(avail, 24);
+  for (int k = 0; k < avail; ++k) p.intensity[k] = f[static_cast<size_t>((base + slot * k - f.start()) / f.step())];
+  int period = std::min(avail, static_cast<int>(Seconds{Hours{24}} / slot));
   for (int k = avail; k < n; ++k) p.intensity[k] = p.intensity[avail - period + ((k - avail) % period)];
   p.prefix.resize(static_cast<size_t>(n) + 1);
   p.prefix[0] = 0;
   for (int k = 0; k < n; ++k) p.prefix[k + 1] = p.prefix[k] + p.intensity[k];
   p.score = p.intensity;
   p.sprefix = p.prefix;
+  // Capacity and the ledger are per UTC hour: every slot of an hour gets
+  // that hour's capacity and planned usage.
+  const Time h0 = floor_hour(now);
+  auto hour_of = [&](int k) { return static_cast<int>((floor_hour(base + slot * k) - h0) / Hours{1}); };
   p.capacity.assign(static_cast<size_t>(n), r.capacity);
-  for (int k = 0; k < n && k < static_cast<int>(r.capacity_by_hour.size()); ++k) p.capacity[k] = r.capacity_by_hour[k];
+  for (int k = 0; k < n; ++k)
+    if (int h = hour_of(k); h < static_cast<int>(r.capacity_by_hour.size())) p.capacity[k] = r.capacity_by_hour[h];
   p.max_capacity = n ? *std::max_element(p.capacity.begin(), p.capacity.end()) : 0;
-  ledger.usage(r.name, h0, n, p.used);
+  if (slot == Hours{1}) {
+    ledger.usage(r.name, h0, n, p.used);
+  } else {
+    std::vector<int> hourly;
+    ledger.usage(r.name, h0, n ? hour_of(n - 1) + 1 : 0, hourly);
+    p.used.resize(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) p.used[k] = hourly[static_cast<size_t>(hour_of(k))];
+  }
   if (r.pue < 1.0 || !std::isfinite(r.pue)) p.problem = "PUE " + std::to_string(r.pue) + " < 1";
   else if (r.hardware.resources_per_server <= 0 || r.hardware.lifetime_years <= 0)
     p.problem = "incomplete hardware profile '" + r.hardware.name + "'";
@@ -119,20 +170,22 @@ struct Plan {
 
 struct JobShape {
   double hours = 0;   // run time
+  double len = 0;     // run time in slots
   double kw = 0;      // facility kW (power x PUE)
   double emb_per_h = 0;
 };
 
-JobShape shape(const Job& job, const Region& r) {
+JobShape shape(const Job& job, const Region& r, Seconds slot) {
   JobShape s;
   s.hours = static_cast<double>(job.duration.count()) / 3600.0;
+  s.len = static_cast<double>(job.duration.count()) / static_cast<double>(slot.count());
   s.kw = r.hardware.power_w(job.gpus, job.utilization) / 1000.0 * r.pue;
   s.emb_per_h = r.hardware.embodied_g_per_resource_hour() * job.gpus;
   return s;
 }
 
-// Integral of intensity (x hours) between positions x0 <= x1, measured in
-// hours from floor_hour(now); requires x1 <= n.
+// Integral of intensity (x slots) between positions x0 <= x1, measured in
+// slots from the pass's base; requires x1 <= n.
 double integral_hours(const std::vector<double>& val, const std::vector<double>& prefix, double x0, double x1) {
   auto F = [&](double x) {
     size_t k = static_cast<size_t>(std::floor(x));
@@ -142,26 +195,11 @@ double integral_hours(const std::vector<double>& val, const std::vector<double>&
   };
   return F(x1) - F(x0);
 }
-double intensity_hours(const Prepared& p, double x0, double x1) { return integral_hours(p.intensity, p.prefix, x0, x1); }
-double score_hours(const Prepared& p, double x0, double x1) { return integral_hours(p.score, p.sprefix, x0, x1); }
-
-// Offset of `now` into its hour, in hours.
-double now_offset(Time now) { return static_cast<double>((now - floor_hour(now)).count()) / 3600.0; }
-
-// Slots the run occupies.
-int slots_for(double hours) { return static_cast<int>(std::ceil(hours - 1e-9)); }
-
-Time slot_time(Time now, int k) { return k == 0 ? now : floor_hour(now) + Hours{k}; }
-
-// Largest number of slots usable before the deadline starting from slot 0
-// (slot k usable if its end <= deadline, treating slot 0 as starting at now).
-int slots_before(Time now, Time deadline, int n) {
-  if (deadline == Time::max()) return n;
-  if (deadline <= now) return 0;
-  Time h0 = floor_hour(now);
-  auto k = (deadline - h0) / Hours{1};
-  return static_cast<int>(std::min<long>(k, n));
+// The same in (gCO2/kWh) x hours.
+double intensity_hours(const Prepared& p, double x0, double x1) {
+  return integral_hours(p.intensity, p.prefix, x0, x1) * p.slot_h;
 }
+double score_hours(const Prepared& p, double x0, double x1) { return integral_hours(p.score, p.sprefix, x0, x1) * p.slot_h; }
 
 // Earliest / cheapest contiguous start in region p. `last_end_slot`: the run
 // must end within slot < last_end_slot (deadline); `earliest_only`: take the
@@ -170,9 +208,9 @@ Plan best_contiguous(const Prepared& p, const Job& job, const JobShape& js, int 
                      Time deadline, bool earliest_only, double tol) {
   Plan best;
   int n = static_cast<int>(p.intensity.size());
-  int L = slots_for(js.hours);
+  int L = slots_for(js.len);
   if (L <= 0 || L > n) return best;
-  double off0 = now_offset(now);
+  double off0 = now_offset(now, p.slot);
   // next_bad[k]: first slot >= k without enough free capacity.
   auto& next_bad = scratch().next_bad;
   next_bad.resize(static_cast<size_t>(n) + 1);
@@ -180,19 +218,19 @@ Plan best_contiguous(const Prepared& p, const Job& job, const JobShape& js, int 
   for (int k = n - 1; k >= 0; --k) next_bad[k] = (p.capacity[k] - p.used[k] >= job.gpus) ? next_bad[k + 1] : k;
   for (int s = first_slot; s + L <= n; ++s) {
     double x0 = s == 0 ? off0 : s;
-    int Ls = slots_for(x0 + js.hours) - s;   // a start at `now` may straddle one more hour
+    int Ls = slots_for(x0 + js.len) - s;   // a start at `now` may straddle one more slot
     if (s + Ls > n) break;
     if (next_bad[s] < s + Ls) {
       s = next_bad[s];  // jump past the obstacle (loop ++ moves beyond it)
       continue;
     }
-    Time start = slot_time(now, s);
+    Time start = slot_time(now, s, p.slot);
     if (!earliest_only && start + job.duration > deadline) break;
-    double sc = js.kw * score_hours(p, x0, x0 + js.hours);
+    double sc = js.kw * score_hours(p, x0, x0 + js.len);
     if (!best.ok || sc < best.score_g * (1 - tol) - kEps) {
       best.ok = true;
       best.score_g = sc;
-      best.op_g = js.kw * intensity_hours(p, x0, x0 + js.hours);
+      best.op_g = js.kw * intensity_hours(p, x0, x0 + js.len);
       best.runs = {{s, s + Ls}};
     }
     if (earliest_only) break;
@@ -210,12 +248,13 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
   feas.clear();
   for (int k = first_slot; k < end_slot; ++k)
     if (p.capacity[k] - p.used[k] >= job.gpus) feas.push_back(k);
-  double ov_h = static_cast<double>(job.resume_overhead.count()) / 3600.0;
+  // In slots: the overhead of a window and the run time.
+  double ov_h = static_cast<double>(job.resume_overhead.count()) / static_cast<double>(p.slot.count());
   const auto& sv = p.score;   // ranking values (intensity + capacity price)
   auto cheaper = [&](int a, int b) { return sv[a] < sv[b] || (sv[a] == sv[b] && a < b); };
   auto& chosen = scratch().chosen;
   chosen.assign(static_cast<size_t>(end_slot), 0);
-  double hours = js.hours;
+  double hours = js.len;
   int windows = 1;
   for (int iter = 0; iter < 6; ++iter) {
     int L = slots_for(hours);
@@ -267,7 +306,7 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
       }
       w = count_runs();
     }
-    double need = js.hours + (w - 1) * ov_h;
+    double need = js.len + (w - 1) * ov_h;
     windows = w;
     if (slots_for(need) == L || iter == 5) {
       hours = need;
@@ -293,9 +332,9 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
   best.last_frac = frac;
   sum -= (1.0 - frac) * p.intensity[last];
   ssum -= (1.0 - frac) * sv[last];
-  best.op_g = js.kw * sum;
-  best.score_g = js.kw * ssum;
-  best.emb_g = js.emb_per_h * hours;
+  best.op_g = js.kw * sum * p.slot_h;
+  best.score_g = js.kw * ssum * p.slot_h;
+  best.emb_g = js.emb_per_h * hours * p.slot_h;
   return best;
 }
 
@@ -314,6 +353,9 @@ struct PassContext {
   std::vector<Prepared> prepared;
   Time now;
   int n = 0;
+  Seconds slot{3600};   // the finest forecast step among the regions
+  double slot_h = 1.0;
+  Time base{};          // floor_to_step(now, slot): start of slot 0
   // Capacity pricing (PlacementOptions::expected_load_by_hour_of_week).
   bool priced = false;
   double price_weight = 1.0;
@@ -323,7 +365,7 @@ struct PassContext {
 };
 
 // Hour of the week of slot k (0 = Monday 00:00 UTC).
-int hour_of_week(Time now, int k) { return ExpectedLoad::hour_of_week(floor_hour(now) + Hours{k}); }
+int hour_of_week(const PassContext& ctx, int k) { return ExpectedLoad::hour_of_week(ctx.base + ctx.slot * k); }
 
 // Marginal intensity of slot k: fill max(expected, planned) GPUs cleanest
 // region first; theta is the intensity of the region where the fill ends.
@@ -377,8 +419,8 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   Decision d;
   d.job_id = job.id;
   const Time now = ctx.now;
-  const int wfirst = std::max(first_slot, now_offset(now) > 0 ? 1 : 0);
-  const int end_slot = slots_before(now, job.deadline, ctx.n);
+  const int wfirst = std::max(first_slot, now_offset(now, ctx.slot) > 0 ? 1 : 0);
+  const int end_slot = slots_before(now, job.deadline, ctx.n, ctx.slot);
   std::vector<detail::ElasticRegionView> all;
   for (int ri : cands) {
     const auto& p = ctx.prepared[ri];
@@ -397,7 +439,7 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   detail::ElasticResult best;
   std::vector<detail::ElasticRegionView> chosen;
   auto consider = [&](std::vector<detail::ElasticRegionView> views) {
-    auto r = detail::plan_elastic(job, views, wfirst, end_slot, 1.0, opt.elastic);
+    auto r = detail::plan_elastic(job, views, wfirst, end_slot, ctx.slot_h, opt.elastic);
     if (r.ok && (!best.ok || r.rank() < best.rank() - kEps)) best = std::move(r), chosen = std::move(views);
   };
   for (const auto& v : all) consider({v});
@@ -407,9 +449,9 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   d.feasible = true;
   for (const auto& w : best.windows) {
     const auto& name = ctx.prepared[chosen[static_cast<size_t>(w.view)].index].region->name;
-    Time end = floor_hour(now) + Hours{w.last};
-    if (w.last_frac < 1.0) end -= Seconds{static_cast<long>(std::lround((1.0 - w.last_frac) * 3600))};
-    d.windows.emplace_back(slot_time(now, w.first), end, name, w.gpus);
+    Time end = ctx.base + ctx.slot * w.last;
+    if (w.last_frac < 1.0) end -= Seconds{static_cast<long>(std::lround((1.0 - w.last_frac) * static_cast<double>(ctx.slot.count())))};
+    d.windows.emplace_back(slot_time(now, w.first, ctx.slot), end, name, w.gpus);
     d.forecast_extended = d.forecast_extended || w.last > ctx.prepared[chosen[static_cast<size_t>(w.view)].index].forecast_slots;
   }
   d.region = d.windows.front().region;
@@ -494,19 +536,19 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
   bool deadline_bound = opt.policy == Policy::kTemporal || opt.policy == Policy::kSpatioTemporal;
   bool home_only = opt.policy == Policy::kTemporal || opt.policy == Policy::kRunNowHome;
   Time earliest = std::max(now, job.submit);
-  int first_slot = static_cast<int>((floor_hour(earliest) - floor_hour(now)) / Hours{1});
-  if (earliest > now && earliest != floor_hour(earliest)) first_slot += 1;  // start at the next hour boundary
+  int first_slot = static_cast<int>((floor_to_step(earliest, ctx.slot) - ctx.base) / ctx.slot);
+  if (earliest > now && earliest != floor_to_step(earliest, ctx.slot)) first_slot += 1;  // start at the next slot boundary
 
   // Counterfactual: run now (earliest) at home, ignoring capacity.
   int home = find_region(ctx, job.home_region);
   d.run_now_home_grams = kNaN;
   if (home >= 0 && ctx.prepared[home].problem.empty()) {
     const auto& hp = ctx.prepared[home];
-    auto js = shape(job, *hp.region);
-    if (first_slot + slots_for(js.hours) + 1 <= ctx.n)
+    auto js = shape(job, *hp.region, ctx.slot);
+    if (first_slot + slots_for(js.len) + 1 <= ctx.n)
       d.run_now_home_grams =
-          js.kw * intensity_hours(hp, first_slot == 0 ? now_offset(now) : first_slot,
-                                  (first_slot == 0 ? now_offset(now) : first_slot) + js.hours) +
+          js.kw * intensity_hours(hp, first_slot == 0 ? now_offset(now, ctx.slot) : first_slot,
+                                  (first_slot == 0 ? now_offset(now, ctx.slot) : first_slot) + js.len) +
           js.emb_per_h * js.hours;
   }
 
@@ -545,25 +587,25 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
       note(name + ": capacity " + std::to_string(p.max_capacity) + " < " + std::to_string(job.gpus) + " GPUs");
       continue;
     }
-    auto js = shape(job, *p.region);
+    auto js = shape(job, *p.region, ctx.slot);
     Plan plan;
     if (!deadline_bound) {
       plan = best_contiguous(p, job, js, first_slot, now, job.deadline, /*earliest_only=*/true, 0.0);
-      if (!plan.ok) note(name + ": no free capacity within the " + std::to_string(ctx.n) + " h look-ahead");
+      if (!plan.ok) note(name + ": no free capacity within the " + hours_str(ctx.slot * ctx.n) + " look-ahead");
     } else {
-      int end_slot = slots_before(now, job.deadline, ctx.n);
+      int end_slot = slots_before(now, job.deadline, ctx.n, ctx.slot);
       plan = best_contiguous(p, job, js, first_slot, now, job.deadline, false, opt.prefer_earlier_within);
       if (job.interruptible && opt.max_windows > 1 && end_slot > first_slot) {
-        // Windows use whole hours: skip the partial hour of `now`.
-        int wfirst = std::max(first_slot, now_offset(now) > 0 ? 1 : 0);
+        // Windows use whole slots: skip the partial slot of `now`.
+        int wfirst = std::max(first_slot, now_offset(now, ctx.slot) > 0 ? 1 : 0);
         Plan w = best_windows(p, job, js, wfirst, end_slot, opt.max_windows);
         if (w.ok && (!plan.ok || w.rank() < plan.rank() * (1 - (w.first() > plan.first() ? opt.prefer_earlier_within : 0)) - kEps))
           plan = w;
       }
       if (!plan.ok) {
-        if (job.deadline != Time::max() && slots_before(now, job.deadline, ctx.n) >= ctx.n &&
-            floor_hour(now) + Hours{ctx.n} < job.deadline)
-          note(name + ": not enough free capacity within the " + std::to_string(ctx.n) + " h look-ahead");
+        if (job.deadline != Time::max() && slots_before(now, job.deadline, ctx.n, ctx.slot) >= ctx.n &&
+            ctx.base + ctx.slot * ctx.n < job.deadline)
+          note(name + ": not enough free capacity within the " + hours_str(ctx.slot * ctx.n) + " look-ahead");
         else
           note(name + ": not enough free capacity (" + std::to_string(job.gpus) + " GPUs for " +
                fmt1(js.hours) + " h) before the deadline");
@@ -599,8 +641,9 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
   d.region = p.region->name;
   for (size_t i = 0; i < best.runs.size(); ++i) {
     auto [a, b] = best.runs[i];
-    Window w{slot_time(now, a), floor_hour(now) + Hours{b}};
-    if (i + 1 == best.runs.size() && best.last_frac < 1.0) w.end -= Seconds{static_cast<long>(std::lround((1.0 - best.last_frac) * 3600))};
+    Window w{slot_time(now, a, ctx.slot), ctx.base + ctx.slot * b};
+    if (i + 1 == best.runs.size() && best.last_frac < 1.0)
+      w.end -= Seconds{static_cast<long>(std::lround((1.0 - best.last_frac) * static_cast<double>(ctx.slot.count())))};
     if (best.runs.size() == 1) w.end = w.start + job.duration;
     d.windows.push_back(w);
   }
@@ -641,8 +684,8 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
     e += job.deadline != Time::max() ? " (deadline " + format_time(job.deadline) + ")." : ".";
   }
   if (d.forecast_extended)
-    e += " The plan extends beyond the " + std::to_string(p.forecast_slots) +
-         " h forecast, which was extended by repeating its last 24 h.";
+    e += " The plan extends beyond the " + hours_str(ctx.slot * p.forecast_slots) +
+         " forecast, which was extended by repeating its last 24 h.";
   if (!d.deadline_met) e += " It misses the deadline " + format_time(job.deadline) + ".";
   d.explanation = std::move(e);
   return d;
@@ -652,9 +695,17 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
                          const PlacementOptions& opt) {
   PassContext ctx;
   ctx.now = now;
-  ctx.n = static_cast<int>(std::max<long>(1, opt.max_lookahead.count()));
+  // The slot: the finest supported forecast step (regions with another step
+  // are refused by prepare(), naming it).
+  ctx.slot = Hours{1};
+  for (const auto& r : regions)
+    if (!r.forecast.empty() && is_supported_step(r.forecast.step()) && r.forecast.step() < ctx.slot)
+      ctx.slot = r.forecast.step();
+  ctx.slot_h = static_cast<double>(ctx.slot.count()) / 3600.0;
+  ctx.base = floor_to_step(now, ctx.slot);
+  ctx.n = static_cast<int>(std::max<long>(1, Seconds{opt.max_lookahead} / ctx.slot));
   ctx.prepared.reserve(regions.size());
-  for (const auto& r : regions) ctx.prepared.push_back(prepare(r, now, ctx.n, planned));
+  for (const auto& r : regions) ctx.prepared.push_back(prepare(r, now, ctx.n, planned, ctx.slot));
   const auto& prof = opt.expected_load_by_hour_of_week;
   bool deadline_bound = opt.policy == Policy::kTemporal || opt.policy == Policy::kSpatioTemporal;
   if (prof.empty() || !deadline_bound) return ctx;
@@ -680,7 +731,7 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
       return ctx.prepared[a].intensity[k] < ctx.prepared[b].intensity[k] ||
              (ctx.prepared[a].intensity[k] == ctx.prepared[b].intensity[k] && a < b);
     });
-    double f = prof[static_cast<size_t>(hour_of_week(now, k))];
+    double f = prof[static_cast<size_t>(hour_of_week(ctx, k))];
     ctx.expected[k] = std::clamp(std::isfinite(f) ? f : 0.0, 0.0, 1.0) * total;
   }
   reprice(ctx, 0, ctx.n, /*force=*/true);
@@ -688,16 +739,17 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
 }
 
 void commit(PassContext& ctx, CapacityLedger& planned, const Job& job, const Decision& d) {
+  // The ledger is per UTC hour: a window reserves every hour it overlaps,
+  // so every slot of those hours is marked used here as well.
   planned.reserve(d.region, d.windows, job.gpus);
-  Time h0 = floor_hour(ctx.now);
   int lo = ctx.n, hi = 0;
   for (const auto& w : d.windows) {
     int ri = find_region(ctx, w.region.empty() ? d.region : w.region);
     if (ri < 0) continue;
     auto& p = ctx.prepared[ri];
     const int amount = w.gpus > 0 ? w.gpus : job.gpus;
-    int a = static_cast<int>((floor_hour(w.start) - h0) / Hours{1});
-    int b = static_cast<int>((ceil_hour(w.end) - h0) / Hours{1});
+    int a = static_cast<int>((floor_hour(w.start) - ctx.base) / ctx.slot);
+    int b = static_cast<int>((ceil_hour(w.end) - ctx.base) / ctx.slot);
     for (int k = std::max(a, 0); k < std::min(b, ctx.n); ++k) p.used[k] += amount;
     lo = std::min(lo, std::max(a, 0));
     hi = std::max(hi, std::min(b, ctx.n));

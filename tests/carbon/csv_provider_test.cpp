@@ -74,6 +74,11 @@ const std::string kBadNum = s("2023-01-01T00:00Z,abc\n");
 const std::string kGap = s("2023-01-01T00:00Z,1\n2023-01-01T05:00Z,2\n");
 const std::string kFields = s("2023-01-01T00:00Z,1,7\n");
 const std::string kEmpty = s("");
+const std::string k20Min = s("2023-01-01T00:00Z,1\n2023-01-01T00:20Z,2\n2023-01-01T00:40Z,3\n");
+const std::string kMixed = s("2023-01-01T00:00Z,1\n2023-01-01T00:30Z,2\n2023-01-01T00:45Z,3\n2023-01-01T01:00Z,4\n");
+const std::string kOffGrid = s("2023-01-01T00:10Z,1\n2023-01-01T00:40Z,2\n");
+const std::string kHalfHourGap = s("2023-01-01T00:00Z,1\n2023-01-01T00:30Z,2\n2023-01-01T01:30Z,3\n");
+const std::string kOneOffGrid = s("2023-01-01T00:07Z,1\n");
 
 INSTANTIATE_TEST_SUITE_P(
     Carbon, BadCsvTest,
@@ -89,6 +94,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCsv{"a gap of missing hours is rejected", kGap.c_str(), "in.csv:3:1:", "4 missing hour"},
         BadCsv{"a row with too many fields is rejected", kFields.c_str(), "in.csv:2:", "expected 2 fields"},
         BadCsv{"a header without rows has no data", kEmpty.c_str(), "in.csv:2:", "no data rows"},
+        BadCsv{"a 20-minute step is not a supported step", k20Min.c_str(), "in.csv:3:1:",
+               "2023-01-01T00:20:00Z is 1200 s after the previous row: the step must be 5, 15, 30 or 60 minutes"},
+        BadCsv{"a 15-minute row mixed into a 30-minute file names that row", kMixed.c_str(), "in.csv:4:1:",
+               "timestamp 2023-01-01T00:45:00Z not on the 30-minute grid"},
+        BadCsv{"a 30-minute file that starts off its grid names the first row", kOffGrid.c_str(), "in.csv:2:1:",
+               "timestamp 2023-01-01T00:10:00Z not on the 30-minute grid"},
+        BadCsv{"a missing half hour in a 30-minute file is a gap", kHalfHourGap.c_str(), "in.csv:4:1:",
+               "gap: 1 missing 30-minute step(s) before 2023-01-01T01:30:00Z"},
+        BadCsv{"a single row off the 5-minute grid is rejected", kOneOffGrid.c_str(), "in.csv:2:1:",
+               "2023-01-01T00:07:00Z is not on the 5-minute grid"},
         BadCsv{"an export missing the direct column is rejected",
                "Datetime (UTC),Zone Id,Carbon Intensity gCO\xE2\x82\x82" "eq/kWh (LCA)\n2023-01-01 00:00:00,GB,1\n",
                "in.csv:1:", "missing column 'Carbon Intensity"},
@@ -136,6 +151,82 @@ TEST(CsvProvider, CurrentHistoryForecastAndStaleness) {
   EXPECT_EQ(p.history("FR", t0 + Hours{1}, t0 + Hours{3}).values(), (std::vector<double>{20, 30}));
   EXPECT_THROW(p.history("FR", t0, t0 + Hours{5}), ProviderError);
   EXPECT_EQ(p.forecast("FR", t0 + std::chrono::minutes{10}, Hours{2}).series.values(), (std::vector<double>{10, 20}));
+}
+
+// Sub-hourly files: the file's own step, never averaged.
+struct StepCsv {
+  const char* name;
+  std::string text;
+  long step_min;
+  const char* start;
+  std::vector<double> values;
+};
+
+void PrintTo(const StepCsv& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class StepCsvTest : public ::testing::TestWithParam<StepCsv> {};
+
+TEST_P(StepCsvTest, KeepsTheFilesStep) {
+  const auto& c = GetParam();
+  auto series = parse_intensity_csv(c.text, "Z.csv");
+  EXPECT_EQ(series.step(), std::chrono::minutes{c.step_min});
+  EXPECT_EQ(series.start(), parse_time(c.start));
+  EXPECT_EQ(series.values(), c.values);
+}
+
+const std::string kEmHeader =
+    "Datetime (UTC),Zone Id,Carbon Intensity gCO\xE2\x82\x82" "eq/kWh (direct),Data Estimated\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, StepCsvTest,
+    ::testing::Values(
+        StepCsv{"5-minute rows make a 5-minute series",
+                s("2023-01-01T00:05Z,10\n2023-01-01T00:10Z,20\n2023-01-01T00:15Z,30\n"), 5, "2023-01-01T00:05Z",
+                {10, 20, 30}},
+        StepCsv{"15-minute rows make a 15-minute series",
+                s("2023-01-01T00:45Z,10\n2023-01-01T01:00Z,20\n2023-01-01T01:15Z,30\n"), 15, "2023-01-01T00:45Z",
+                {10, 20, 30}},
+        StepCsv{"30-minute rows make a 30-minute series starting on a half hour",
+                s("2023-01-01T00:30Z,10\n2023-01-01T01:00Z,20\n2023-01-01T01:30Z,40\n"), 30, "2023-01-01T00:30Z",
+                {10, 20, 40}},
+        StepCsv{"a 30-minute Electricity Maps export keeps its half hours",
+                kEmHeader + "2023-01-01 00:00:00,GB,62.5,false\n2023-01-01 00:30:00,GB,70,true\n"
+                            "2023-01-01 01:00:00,GB,64,false\n",
+                30, "2023-01-01T00:00Z", {62.5, 70, 64}},
+        StepCsv{"hourly rows stay hourly", s("2023-01-01T00:00Z,1\n2023-01-01T01:00Z,2\n"), 60, "2023-01-01T00:00Z",
+                {1, 2}},
+        StepCsv{"a single row on a half hour is a 30-minute series", s("2023-01-01T00:30Z,7\n"), 30,
+                "2023-01-01T00:30Z", {7}}),
+    [](const ::testing::TestParamInfo<StepCsv>& info) { return gstest::test_name(info.param.name); });
+
+TEST(CsvProvider, GapFillHoldsTheLastValueAtTheFilesStep) {
+  CsvOptions o;
+  o.max_gap_fill = 1;
+  auto series = parse_intensity_csv(kHalfHourGap, "Z.csv", o);
+  EXPECT_EQ(series.step(), std::chrono::minutes{30});
+  EXPECT_EQ(series.values(), (std::vector<double>{1, 2, 2, 3}));
+}
+
+TEST(CsvProvider, ThirtyMinuteRecordingCurrentHistoryForecastAndRoundTrip) {
+  Time t0 = parse_time("2023-03-01T00:00Z");
+  const auto half = std::chrono::minutes{30};
+  CsvProvider p(Hours{2});
+  p.add(IntensitySeries("FR", t0, half, {10, 20, 30, 40, 50, 60}));
+  auto r = p.current("FR", t0 + std::chrono::minutes{40});
+  EXPECT_DOUBLE_EQ(r.gco2_per_kwh, 20);
+  EXPECT_EQ(r.time, t0 + half);
+  auto h = p.history("FR", t0 + half, t0 + Hours{2});
+  EXPECT_EQ(h.step(), half);
+  EXPECT_EQ(h.values(), (std::vector<double>{20, 30, 40}));
+  // The forecast starts at the half hour of `now`.
+  auto f = p.forecast("FR", t0 + std::chrono::minutes{70}, Hours{1});
+  EXPECT_EQ(f.series.start(), t0 + Hours{1});
+  EXPECT_EQ(f.series.values(), (std::vector<double>{30, 40}));
+  gstest::TempDir dir;
+  write_intensity_csv(dir.file("FR.csv"), p.series("FR"));
+  auto back = read_intensity_csv(dir.file("FR.csv"));
+  EXPECT_EQ(back.step(), half);
+  EXPECT_EQ(back.values(), p.series("FR").values());
 }
 
 }  // namespace

@@ -218,6 +218,22 @@ TEST(ElasticPlan, TheSimulatorCountsEachWindowInItsRegionAndEachMove) {
   EXPECT_NEAR(o.grams, 2 * 200 + 1 * 2 * 50 + net, 1e-6);
 }
 
+TEST(ElasticPlan, TheSimulatorRefusesAnInconsistentElasticJob) {
+  SimConfig c;
+  c.regions = {{"A", 4, 1.0, plain()}};
+  c.actual["A"] = IntensitySeries("A", kNow, Hours{1}, series(24, 200, {}));
+  Job job = elastic_job(2, 3, 4, 3, 24, false);
+  try {
+    simulate({job}, c, SimPolicy::kSpatioTemporal);
+    FAIL() << "accepted min_gpus > gpus";
+  } catch (const CarbonError& e) {
+    EXPECT_NE(std::string(e.what()).find("job e needs 1 <= min_gpus <= gpus <= max_gpus"), std::string::npos) << e.what();
+  }
+  job = elastic_job(2, 1, 4, 3, 24, false);
+  job.scaling = {{2, 3.0}, {4, 1.0}};
+  EXPECT_THROW(simulate({job}, c, SimPolicy::kSpatioTemporal), CarbonError);
+}
+
 struct SpeedCase {
   const char* name;
   std::vector<ScalingPoint> curve;

@@ -369,6 +369,214 @@ TEST(ElectricityMaps, PastRangeFailuresAreTypedErrors) {
   }
 }
 
+// --- sub-hourly data (HttpOptions::resolution) ---------------------------------
+
+// Bodies in the documented shapes: points every `step_min` minutes from
+// `start` with `values` (a value < 0 skips that point).
+std::string sdk_forecast_body(const char* start, int step_min, const std::vector<double>& values) {
+  std::string data;
+  Time t = parse_time(start);
+  for (double v : values) {
+    if (v >= 0)
+      data += std::string(data.empty() ? "" : ",") + R"({"location":"westus","timestamp":")" + format_time(t) +
+              R"(","duration":)" + std::to_string(step_min) + R"(,"value":)" + std::to_string(v) + "}";
+    t += std::chrono::minutes{step_min};
+  }
+  return R"([{"generatedAt":"2024-03-01T12:15:00+00:00","location":"westus","optimalDataPoints":[],"forecastData":[)" +
+         data + "]}]";
+}
+
+std::string sdk_emissions_body(const char* start, int step_min, const std::vector<double>& values) {
+  std::string data;
+  Time t = parse_time(start);
+  for (double v : values) {
+    if (v >= 0)
+      data += std::string(data.empty() ? "" : ",") + R"({"location":"westus","time":")" + format_time(t) +
+              R"(","rating":)" + std::to_string(v) + "}";
+    t += std::chrono::minutes{step_min};
+  }
+  return "[" + data + "]";
+}
+
+std::string em_body(const char* key, const char* start, int step_min, const std::vector<double>& values) {
+  std::string data;
+  Time t = parse_time(start);
+  for (double v : values) {
+    if (v >= 0)
+      data += std::string(data.empty() ? "" : ",") + R"({"zone":"DE","carbonIntensity":)" + std::to_string(v) +
+              R"(,"datetime":")" + format_time(t).substr(0, 19) + R"(.000Z","isEstimated":false})";
+    t += std::chrono::minutes{step_min};
+  }
+  return R"({"zone":"DE",")" + std::string(key) + R"(":[)" + data + R"(],"updatedAt":"2024-03-01T11:58:00.000Z"})";
+}
+
+struct SubHourlyCase {
+  const char* name;
+  bool em;                        // Electricity Maps (else the Carbon Aware SDK)
+  const char* path;               // the endpoint that answers `body`
+  std::string body;
+  int resolution_min;             // HttpOptions::resolution
+  const char* from;               // history(from, to); nullptr: forecast(kNow, 4 h)
+  const char* to;
+  // expectations
+  bool ok;
+  const char* start;
+  int step_min;
+  std::vector<double> values;
+  const char* granularity;        // Electricity Maps: temporalGranularity sent ("": none)
+  Kind kind;                      // when !ok
+  const char* error_has;
+};
+
+void PrintTo(const SubHourlyCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class SubHourlyProviders : public ::testing::TestWithParam<SubHourlyCase> {};
+
+TEST_P(SubHourlyProviders, KeepTheStepAskedForOrNameTheFirstBadTimestamp) {
+  const auto& c = GetParam();
+  FakeApi api;
+  api.set(c.path, {200, c.body});
+  HttpOptions o = options(api);
+  o.resolution = std::chrono::minutes{c.resolution_min};
+  std::unique_ptr<IntensityProvider> p;
+  if (c.em) p = std::make_unique<ElectricityMapsProvider>(o, "t");
+  else p = std::make_unique<CarbonAwareSdkProvider>(o);
+  auto call = [&] {
+    return c.from ? p->history(c.em ? "DE" : "westus", parse_time(c.from), parse_time(c.to))
+                  : p->forecast(c.em ? "DE" : "westus", kNow, Hours{4}).series;
+  };
+  if (!c.ok) {
+    try {
+      call();
+      FAIL() << "no error for: " << c.name;
+    } catch (const ProviderError& e) {
+      EXPECT_EQ(e.kind(), c.kind) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.error_has), std::string::npos) << e.what();
+    }
+    return;
+  }
+  IntensitySeries got = call();
+  EXPECT_EQ(got.start(), parse_time(c.start));
+  EXPECT_EQ(got.step(), std::chrono::minutes{c.step_min});
+  EXPECT_EQ(got.values(), c.values);
+  if (c.em) {
+    auto reqs = api.requests(c.path);
+    ASSERT_FALSE(reqs.empty());
+    EXPECT_EQ(reqs.back().get_param_value("temporalGranularity"), c.granularity);
+  }
+}
+
+using V = std::vector<double>;
+V ramp(int n) {   // 1, 2, ..., n
+  V v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i + 1;
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, SubHourlyProviders,
+    ::testing::Values(
+        // Carbon Aware SDK
+        SubHourlyCase{"sdk: a 30-minute forecast stays 30-minute at a 30-minute resolution", false,
+                      "/emissions/forecasts/current", kSdkForecast, 30, nullptr, nullptr, true, "2024-03-01T12:00Z", 30,
+                      V{150, 130, 120, 100, 95, 105}, "", Kind::kNoData, ""},
+        SubHourlyCase{"sdk: a 5-minute forecast starts at the five minutes of now", false, "/emissions/forecasts/current",
+                      sdk_forecast_body("2024-03-01T12:00Z", 5, {1, 2, 3, 4, 5, 6, 7, 8}), 5, nullptr, nullptr, true,
+                      "2024-03-01T12:20Z", 5, V{5, 6, 7, 8}, "", Kind::kNoData, ""},
+        SubHourlyCase{"sdk: 5-minute points are averaged per quarter hour at a 15-minute resolution", false,
+                      "/emissions/forecasts/current", sdk_forecast_body("2024-03-01T12:15Z", 5, {10, 20, 30, 40, 50, 60}),
+                      15, nullptr, nullptr, true, "2024-03-01T12:15Z", 15, V{20, 50}, "", Kind::kNoData, ""},
+        SubHourlyCase{"sdk: 15-minute emissions make a 15-minute history", false, "/emissions/bylocations",
+                      sdk_emissions_body("2024-03-01T10:00Z", 15, {1, 2, 3, 4, 5, 6}), 15, "2024-03-01T10:15Z",
+                      "2024-03-01T11:15Z", true, "2024-03-01T10:15Z", 15, V{2, 3, 4, 5}, "", Kind::kNoData, ""},
+        SubHourlyCase{"sdk: hourly emissions are held over each half hour at a 30-minute resolution", false,
+                      "/emissions/bylocations", kSdkEmissions, 30, "2024-03-01T10:00Z", "2024-03-01T13:00Z", true,
+                      "2024-03-01T10:00Z", 30, V{210.5, 210.5, 190, 190, 170.25, 170.25}, "", Kind::kNoData, ""},
+        SubHourlyCase{"sdk: the default still averages 5-minute points per hour", false, "/emissions/forecasts/current",
+                      sdk_forecast_body("2024-03-01T12:00Z", 5, ramp(24)), 60, nullptr, nullptr, true,
+                      "2024-03-01T12:00Z", 60, V{6.5, 18.5}, "", Kind::kNoData, ""},
+        SubHourlyCase{"sdk: a 20-minute step is malformed and named", false, "/emissions/forecasts/current",
+                      sdk_forecast_body("2024-03-01T12:00Z", 20, {1, 2, 3}), 30, nullptr, nullptr, false, "", 0, {}, "",
+                      Kind::kMalformed, "2024-03-01T12:20:00Z is 1200 s after the previous one"},
+        SubHourlyCase{"sdk: a 15-minute point mixed into 30-minute data is malformed and named", false,
+                      "/emissions/forecasts/current",
+                      R"([{"location":"westus","forecastData":[
+                        {"location":"westus","timestamp":"2024-03-01T12:00:00Z","duration":30,"value":1},
+                        {"location":"westus","timestamp":"2024-03-01T12:30:00Z","duration":30,"value":2},
+                        {"location":"westus","timestamp":"2024-03-01T12:45:00Z","duration":15,"value":3}]}])",
+                      30, nullptr, nullptr, false, "", 0, {}, "", Kind::kMalformed,
+                      "2024-03-01T12:45:00Z is not on the 30-minute grid"},
+        SubHourlyCase{"sdk: 30-minute points off their grid are malformed and named", false,
+                      "/emissions/forecasts/current", sdk_forecast_body("2024-03-01T12:10Z", 30, {1, 2, 3}), 30, nullptr,
+                      nullptr, false, "", 0, {}, "", Kind::kMalformed, "2024-03-01T12:10:00Z is not on the 30-minute grid"},
+        SubHourlyCase{"sdk: a missing 15 minutes is a gap", false, "/emissions/bylocations",
+                      sdk_emissions_body("2024-03-01T10:00Z", 15, {1, 2, -1, 4}), 15, "2024-03-01T10:00Z",
+                      "2024-03-01T11:00Z", false, "", 0, {}, "", Kind::kGap, "no data for 2024-03-01T10:30:00Z"},
+        // Electricity Maps
+        SubHourlyCase{"em: a 15-minute forecast asks for 15_minutes and keeps them", true, "/v3/carbon-intensity/forecast",
+                      em_body("forecast", "2024-03-01T12:00Z", 15, {1, 2, 3, 4, 5, 6}), 15, nullptr, nullptr, true,
+                      "2024-03-01T12:15Z", 15, V{2, 3, 4, 5, 6}, "15_minutes", Kind::kNoData, ""},
+        SubHourlyCase{"em: a 5-minute history asks for 5_minutes and keeps them", true, "/v3/carbon-intensity/history",
+                      em_body("history", "2024-03-01T11:00Z", 5, {1, 2, 3, 4, 5, 6}), 5, "2024-03-01T11:05Z",
+                      "2024-03-01T11:20Z", true, "2024-03-01T11:05Z", 5, V{2, 3, 4}, "5_minutes", Kind::kNoData, ""},
+        SubHourlyCase{"em: a 30-minute resolution asks for 15_minutes and averages pairs", true,
+                      "/v3/carbon-intensity/forecast", em_body("forecast", "2024-03-01T12:00Z", 15, {10, 20, 30, 50}), 30,
+                      nullptr, nullptr, true, "2024-03-01T12:00Z", 30, V{15, 40}, "15_minutes", Kind::kNoData, ""},
+        SubHourlyCase{"em: an hourly answer to a 30-minute request is held over each half hour", true,
+                      "/v3/carbon-intensity/forecast", kEmForecast, 30, nullptr, nullptr, true, "2024-03-01T12:00Z", 30,
+                      V{290, 290, 250, 250, 230, 230}, "15_minutes", Kind::kNoData, ""},
+        SubHourlyCase{"em: hourly stays the default and asks for no granularity", true, "/v3/carbon-intensity/forecast",
+                      kEmForecast, 60, nullptr, nullptr, true, "2024-03-01T12:00Z", 60, V{290, 250, 230}, "",
+                      Kind::kNoData, ""},
+        SubHourlyCase{"em: a 15-minute point after hourly ones is malformed and named", true,
+                      "/v3/carbon-intensity/forecast", R"({"zone":"DE","forecast":[
+                        {"carbonIntensity":1,"datetime":"2024-03-01T12:00:00Z"},
+                        {"carbonIntensity":2,"datetime":"2024-03-01T13:00:00Z"},
+                        {"carbonIntensity":3,"datetime":"2024-03-01T13:15:00Z"}]})",
+                      60, nullptr, nullptr, false, "", 0, {}, "", Kind::kMalformed,
+                      "2024-03-01T13:15:00Z is not on the hourly grid"}),
+    [](const ::testing::TestParamInfo<SubHourlyCase>& info) { return gstest::test_name(info.param.name); });
+
+TEST(ElectricityMaps, SubHourlyPastRangeAsksForAtMost240PointsARequest) {
+  FakeApi api;
+  api.set("/v3/carbon-intensity/history", {200, kEmHistory});
+  api.handle("/v3/carbon-intensity/past-range", [](const httplib::Request& req) {
+    Time a{}, b{};
+    if (!parse_time(req.get_param_value("start"), &a) || !parse_time(req.get_param_value("end"), &b) ||
+        req.get_param_value("temporalGranularity") != "15_minutes" || b - a > Hours{60})
+      return FakeApi::Reply{400, R"({"error":"bad request"})"};
+    std::string body = R"({"zone":"DE","data":[)";
+    for (Time t = a; t <= b; t += std::chrono::minutes{15}) {
+      if (body.back() == '}') body += ",";
+      body += R"({"carbonIntensity":)" + std::to_string(to_unix(t) / 900 % 89) + R"(,"datetime":")" + format_time(t) + "\"}";
+    }
+    return FakeApi::Reply{200, body + "]}"};
+  });
+  HttpOptions o = options(api);
+  o.resolution = std::chrono::minutes{15};
+  ElectricityMapsProvider p(o, "t");
+  const Time from = parse_time("2024-02-01T00:00Z"), to = parse_time("2024-02-04T00:00Z");
+  auto s = p.history("DE", from, to);
+  auto reqs = api.requests("/v3/carbon-intensity/past-range");
+  ASSERT_EQ(reqs.size(), 2u);   // 72 h = 60 h (240 quarter hours) + 12 h
+  EXPECT_EQ(reqs[0].get_param_value("end"), "2024-02-03T12:00:00Z");
+  EXPECT_EQ(reqs[1].get_param_value("start"), "2024-02-03T12:00:00Z");
+  EXPECT_EQ(s.step(), std::chrono::minutes{15});
+  ASSERT_EQ(s.size(), 288u);
+  for (Time t = s.start(); t < s.end(); t += std::chrono::minutes{15})
+    ASSERT_DOUBLE_EQ(s.at(t), static_cast<double>(to_unix(t) / 900 % 89)) << format_time(t);
+}
+
+TEST(HttpProviders, AResolutionOtherThan5_15_30Or60MinutesIsRefused) {
+  HttpOptions o;
+  o.base_url = "http://127.0.0.1:1";
+  for (long m : {0, 1, 10, 20, 45, 120}) {
+    o.resolution = std::chrono::minutes{m};
+    EXPECT_THROW(CarbonAwareSdkProvider{o}, CarbonError) << m;
+    EXPECT_THROW(ElectricityMapsProvider(o, "t"), CarbonError) << m;
+  }
+}
+
 // --- explicit stale fallback ---------------------------------------------------
 
 TEST(StaleFallback, ReturnsTheLastGoodReadingMarkedStaleThenGivesUp) {

@@ -537,5 +537,195 @@ TEST(Placement, BadJobsAreInfeasibleWithAReason) {
   EXPECT_NE(d.reason.find("does not contain"), std::string::npos) << d.reason;
 }
 
+// Sub-hourly forecasts (placement.h, "Slots"): the pass's slot is the finest
+// forecast step among its regions; a coarser forecast is expanded to it.
+// Regions: a `step_min`-minute forecast over 48 h from kNow, `base`
+// everywhere except [from, to) minutes after kNow (multiples of the step).
+using Minutes = std::chrono::minutes;
+
+struct StepRegion {
+  std::string name;
+  int capacity;
+  int step_min;
+  double base;
+  std::vector<std::tuple<int, int, double>> dips;
+};
+
+Region make_step_region(const StepRegion& r) {
+  std::vector<double> v(static_cast<size_t>(48 * 60 / r.step_min), r.base);
+  for (auto [a, b, x] : r.dips)
+    for (int m = a; m < b; m += r.step_min) v[static_cast<size_t>(m / r.step_min)] = x;
+  Region g;
+  g.name = r.name;
+  g.capacity = r.capacity;
+  g.pue = 1.0;
+  g.hardware = plain();
+  g.forecast = IntensitySeries(r.name, kNow, Minutes{r.step_min}, v);
+  return g;
+}
+
+struct MinuteReservation {
+  std::string region;
+  int from_min, to_min, gpus;
+};
+
+struct SubHourlyCase {
+  const char* name;
+  std::vector<StepRegion> regions;
+  int gpus;
+  int minutes;                    // run time
+  int deadline_min;               // from kNow
+  int now_min;                    // now = kNow + now_min
+  bool interruptible;
+  std::vector<MinuteReservation> planned;
+  // expectations
+  bool feasible;
+  std::string region;
+  std::vector<std::pair<int, int>> windows;   // minutes from kNow
+  std::vector<std::string> reason_has;
+};
+
+void PrintTo(const SubHourlyCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class SubHourlyPlacement : public ::testing::TestWithParam<SubHourlyCase> {};
+
+TEST_P(SubHourlyPlacement, PicksWindowsAtTheForecastStep) {
+  const auto& c = GetParam();
+  std::vector<Region> regions;
+  for (const auto& r : c.regions) regions.push_back(make_step_region(r));
+  CapacityLedger ledger;
+  for (const auto& p : c.planned) ledger.reserve(p.region, kNow + Minutes{p.from_min}, kNow + Minutes{p.to_min}, p.gpus);
+  const Time now = kNow + Minutes{c.now_min};
+  Job job;
+  job.id = "job";
+  job.gpus = c.gpus;
+  job.duration = Minutes{c.minutes};
+  job.submit = now;
+  job.deadline = kNow + Minutes{c.deadline_min};
+  job.home_region = c.regions.front().name;
+  job.interruptible = c.interruptible;
+  job.resume_overhead = Seconds{0};
+  PlacementOptions opt;
+  opt.max_lookahead = Hours{48};
+  auto d = place(job, regions, ledger, now, opt);
+  ASSERT_EQ(d.feasible, c.feasible) << d.explanation;
+  if (!c.feasible) {
+    for (const auto& s : c.reason_has) EXPECT_NE(d.reason.find(s), std::string::npos) << "reason: " << d.reason;
+    return;
+  }
+  EXPECT_EQ(d.region, c.region) << d.explanation;
+  std::vector<std::pair<int, int>> got;
+  for (const auto& w : d.windows)
+    got.emplace_back(static_cast<int>((w.start - kNow) / Minutes{1}), static_cast<int>((w.end - kNow) / Minutes{1}));
+  EXPECT_EQ(got, c.windows) << d.explanation;
+  EXPECT_TRUE(d.deadline_met) << d.explanation;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, SubHourlyPlacement,
+    ::testing::Values(
+        SubHourlyCase{"on 30-minute data the run starts on the half hour that is cleanest",
+                      {{"A", 64, 30, 300, {{150, 270, 50}}}}, 8, 120, 24 * 60, 0, false, {},
+                      true, "A", {{150, 270}}, {}},
+        SubHourlyCase{"on 15-minute data the run starts on the cleanest quarter hour",
+                      {{"A", 64, 15, 300, {{195, 255, 40}}}}, 8, 60, 24 * 60, 0, false, {},
+                      true, "A", {{195, 255}}, {}},
+        SubHourlyCase{"on 5-minute data the run starts on the cleanest five minutes",
+                      {{"A", 64, 5, 300, {{65, 95, 40}}}}, 8, 30, 24 * 60, 0, false, {},
+                      true, "A", {{65, 95}}, {}},
+        SubHourlyCase{"on hourly data the run still starts on the hour",
+                      {{"A", 64, 60, 300, {{120, 240, 50}}}}, 8, 120, 24 * 60, 0, false, {},
+                      true, "A", {{120, 240}}, {}},
+        SubHourlyCase{"a half-hour dip inside an hour is found only at the 30-minute step",
+                      {{"A", 64, 30, 300, {{90, 120, 10}, {120, 150, 10}}}}, 8, 60, 24 * 60, 0, false, {},
+                      true, "A", {{90, 150}}, {}},
+        SubHourlyCase{"an hourly region planned with a 30-minute one is expanded and may start on a half hour",
+                      {{"A", 64, 60, 300, {{120, 180, 100}, {180, 240, 50}}}, {"B", 64, 30, 500, {}}}, 8, 90, 24 * 60,
+                      0, false, {}, true, "A", {{150, 240}}, {}},
+        SubHourlyCase{"a 30-minute region next to an hourly one wins with its clean half hours",
+                      {{"A", 64, 60, 300, {}}, {"B", 64, 30, 500, {{330, 390, 20}}}}, 8, 60, 24 * 60, 0, false, {},
+                      true, "B", {{330, 390}}, {}},
+        SubHourlyCase{"an interruptible job on 30-minute data runs in half-hour windows",
+                      {{"A", 64, 30, 400, {{60, 90, 10}, {150, 180, 10}, {240, 270, 10}}}}, 8, 90, 24 * 60, 0, true, {},
+                      true, "A", {{60, 90}, {150, 180}, {240, 270}}, {}},
+        SubHourlyCase{"a run that must start now starts at now inside its half hour",
+                      {{"A", 64, 30, 300, {{30, 90, 10}}}}, 8, 60, 100, 40, false, {},
+                      true, "A", {{40, 100}}, {}},
+        SubHourlyCase{"a deadline on a half hour admits a run that ends exactly on it",
+                      {{"A", 64, 30, 300, {{0, 60, 500}, {60, 90, 10}}}}, 8, 30, 90, 0, false, {},
+                      true, "A", {{60, 90}}, {}},
+        SubHourlyCase{"a planned half hour blocks its whole hour (the ledger is hourly)",
+                      {{"A", 8, 30, 300, {{120, 150, 10}}}}, 8, 30, 24 * 60, 0, false, {{"A", 150, 180, 8}},
+                      true, "A", {{0, 30}}, {}},
+        SubHourlyCase{"a forecast at a step other than 5, 15, 30 or 60 minutes is refused naming the step",
+                      {{"A", 64, 20, 300, {}}}, 8, 60, 24 * 60, 0, false, {},
+                      false, "", {}, {"A: forecast step of 20 min is not supported"}},
+        SubHourlyCase{"a region with an unsupported step is refused and the others still serve the job",
+                      {{"A", 64, 20, 100, {}}, {"B", 64, 30, 300, {}}}, 8, 60, 24 * 60, 0, false, {},
+                      true, "B", {{0, 60}}, {}}),
+    [](const ::testing::TestParamInfo<SubHourlyCase>& info) { return gstest::test_name(info.param.name); });
+
+TEST(Placement, ThirtyMinuteGramsAreExactPerHalfHour) {
+  Region r = make_step_region({"A", 64, 30, 300, {{150, 180, 20}, {180, 240, 50}, {240, 270, 80}}});
+  Job job{"j", 8, Hours{2}, kNow, kNow + Hours{24}, "A", {}, false};
+  auto d = place(job, {r}, CapacityLedger{}, kNow);
+  ASSERT_TRUE(d.feasible) << d.explanation;
+  EXPECT_EQ(d.start, kNow + Minutes{150});
+  EXPECT_EQ(d.end, kNow + Minutes{270});
+  // 8 kW x 0.5 h x (20 + 50 + 50 + 80); run now: 8 kW x 2 h x 300.
+  EXPECT_DOUBLE_EQ(d.expected_grams, 8 * 0.5 * (20 + 50 + 50 + 80));
+  EXPECT_DOUBLE_EQ(d.run_now_home_grams, 8 * 2 * 300);
+  EXPECT_NE(d.explanation.find("Waits 2.5 h"), std::string::npos) << d.explanation;
+}
+
+TEST(Placement, ThirtyMinuteForecastShorterThanTheDeadlineIsExtendedAndSaid) {
+  // 24.5 h of 30-minute forecast; the dip repeats 24 h later.
+  std::vector<double> v(49, 300);
+  v[40] = v[41] = 50;   // 20:00-21:00
+  Region r = make_step_region({"A", 64, 30, 300, {}});
+  r.forecast = IntensitySeries("A", kNow, Minutes{30}, v);
+  CapacityLedger ledger;
+  ledger.reserve("A", kNow + Hours{20}, kNow + Hours{21}, 64);
+  Job job{"j", 8, Hours{1}, kNow, kNow + Hours{60}, "A", {}, false};
+  auto d = place(job, {r}, ledger, kNow);
+  ASSERT_TRUE(d.feasible) << d.explanation;
+  EXPECT_TRUE(d.forecast_extended);
+  EXPECT_NE(d.explanation.find("beyond the 24.5 h forecast"), std::string::npos) << d.explanation;
+}
+
+TEST(Placement, PassOnThirtyMinuteDataReservesWholeHoursAndNeverOverCommits) {
+  // Two 30-minute jobs both want the clean hour 02:00-03:00 of an 8-GPU
+  // region: the first takes 02:00-02:30 and, the ledger being hourly, holds
+  // the hour; the second runs elsewhere in time rather than share it.
+  Region r = make_step_region({"A", 8, 30, 300, {{120, 150, 10}, {150, 180, 20}, {300, 330, 100}}});
+  std::vector<Job> jobs{{"first", 8, Minutes{30}, kNow, kNow + Hours{10}, "A", {}, false},
+                        {"second", 8, Minutes{30}, kNow, kNow + Hours{11}, "A", {}, false}};
+  CapacityLedger ledger;
+  auto d = place_all(jobs, {r}, ledger, kNow);
+  ASSERT_TRUE(d[0].feasible && d[1].feasible);
+  EXPECT_EQ(d[0].start, kNow + Minutes{120});
+  EXPECT_EQ(d[0].end, kNow + Minutes{150});
+  EXPECT_EQ(d[1].start, kNow + Minutes{300});
+  for (int h = 0; h < 24; ++h) EXPECT_LE(ledger.used("A", kNow + Hours{h}), 8) << "hour " << h;
+  EXPECT_EQ(ledger.used("A", kNow + Hours{2}), 8);
+  EXPECT_EQ(ledger.used("A", kNow + Hours{5}), 8);
+}
+
+TEST(Placement, ElasticWindowsOnThirtyMinuteDataStartOnTheSlotGrid) {
+  Region a = make_step_region({"A", 16, 30, 300, {{150, 270, 40}}});
+  Region b = make_step_region({"B", 16, 30, 350, {{330, 450, 30}}});
+  Job job{"e", 8, Hours{3}, kNow, kNow + Hours{12}, "A", {}, true};
+  job.min_gpus = 4;
+  job.max_gpus = 16;
+  job.migratable = true;
+  auto d = place(job, {a, b}, CapacityLedger{}, kNow);
+  ASSERT_TRUE(d.feasible) << d.explanation;
+  EXPECT_TRUE(d.deadline_met) << d.explanation;
+  for (const auto& w : d.windows) {
+    EXPECT_EQ((w.start - kNow) % Minutes{30}, Seconds{0}) << d.explanation;
+    EXPECT_LT(w.start, w.end) << d.explanation;
+  }
+}
+
 }  // namespace
 }  // namespace carbon

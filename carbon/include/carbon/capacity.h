@@ -2,6 +2,9 @@
 //
 // Placement reads it (never writes); place_all() and the simulator commit
 // decisions with reserve(). Hours are absolute (floor_hour of a Time).
+// Per hour even when placement plans sub-hourly slots (placement.h): a
+// window reserves every hour it overlaps, so 30-minute windows never
+// over-commit an hour.
 #pragma once
 
 #include "carbon/time.h"

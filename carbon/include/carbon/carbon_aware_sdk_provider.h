@@ -8,8 +8,13 @@
 //          "optimalDataPoints":[{"location":"Z","timestamp":"ISO","duration":5,"value":1.2}],
 //          "forecastData":[{"location":"Z","timestamp":"ISO","duration":5,"value":1.2}, ...]}]
 //     (duration in minutes; the older singular "optimalDataPoint": {...} is accepted too)
-// Points at sub-hour resolution are averaged per UTC hour; a missing hour is
-// a kGap error. See provider.h for the error contract.
+// The series' step is HttpOptions::resolution: by default points at
+// sub-hour resolution are averaged per UTC hour; with a resolution of 5, 15
+// or 30 minutes they are kept at that step (finer points averaged per step,
+// coarser ones held over it), so 5-minute WattTime data can stay 5-minute.
+// The points' own step is validated first: 5, 15, 30 or 60 minutes on the
+// UTC grid and never mixed, else kMalformed naming the first bad timestamp.
+// A missing step is a kGap error. See provider.h for the error contract.
 #pragma once
 
 #include "carbon/http_options.h"

@@ -21,6 +21,15 @@
 // A null carbonIntensity or a missing hour is a kGap error; history() throws
 // kNoData when the range is after the newest /history point or no point of
 // it comes back, kGap when /past-range leaves hours of it out.
+// Sub-hourly (HttpOptions::resolution of 5, 15 or 30 minutes): every
+// request above adds temporalGranularity=5_minutes (resolution 5 min) or
+// 15_minutes (15 and 30 min; 30 averages pairs), /past-range chunks hold at
+// most kPastRangeMaxPoints points (240 x 5 or 15 minutes), and the series
+// keeps the finer step instead of averaging it per hour; an answer at a
+// coarser step than asked (a plan without sub-hourly data) is held over the
+// finer steps. Points at a step other than 5/15/30/60 minutes, off their
+// UTC grid or with steps mixed are kMalformed, naming the first bad
+// timestamp. The default (hourly) sends exactly the requests above.
 #pragma once
 
 #include "carbon/http_options.h"
@@ -35,6 +44,7 @@ class ElectricityMapsProvider : public IntensityProvider {
   Reading current(const std::string& zone, Time now) override;
   IntensitySeries history(const std::string& zone, Time from, Time to) override;
   static constexpr Hours kPastRangeMaxHours{240};   // /past-range, hourly: 10 days a request
+  static constexpr int kPastRangeMaxPoints = 240;   // any granularity: 240 points a request
   Forecast forecast(const std::string& zone, Time now, Hours horizon) override;
 
  private:

@@ -17,6 +17,15 @@ struct HttpOptions {
   // current(): a point older than this (relative to `now`) is an error
   // (kStale). 0 = no check.
   Seconds max_age{Hours{3}};
+  // The step of the series history() and forecast() return: 60 minutes (the
+  // default), 30, 15 or 5 (anything else: CarbonError when the provider is
+  // built). The source's points are validated at their own step (5, 15, 30
+  // or 60 minutes on the UTC grid, never mixed: IntensitySeries::
+  // detect_step); points finer than `resolution` are averaged per step,
+  // coarser ones are held (repeated) over each finer step -- exact for
+  // piecewise-constant data. Electricity Maps is asked for sub-hourly data
+  // (temporalGranularity) only when resolution is below an hour.
+  Seconds resolution{Hours{1}};
 };
 
 }  // namespace carbon

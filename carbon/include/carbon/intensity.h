@@ -3,6 +3,13 @@
 // Units: gCO2eq per kWh of electricity drawn from the grid. Times are UTC;
 // a sample at time t holds for [t, t + step) (hour-beginning convention, as in
 // Electricity Maps exports).
+//
+// Steps: hourly is the default everywhere. Sub-hourly data (Electricity Maps,
+// the Carbon Aware SDK and recorded CSV files serve 5-, 15- and 30-minute
+// points) is supported at exactly 5, 15, 30 and 60 minutes, each on its UTC
+// grid (a 30-minute series starts at :00 or :30). These steps nest (each
+// divides the next), so a coarser series is expanded to a finer one exactly
+// by repeating each value (placement does this, see placement.h).
 #pragma once
 
 #include "carbon/time.h"
@@ -11,6 +18,15 @@
 #include <vector>
 
 namespace carbon {
+
+// The steps a series read from a source may have: 5, 15, 30 or 60 minutes.
+bool is_supported_step(Seconds step);
+// "5-minute", "15-minute", "30-minute", "hourly"; other steps "<n> s".
+std::string step_name(Seconds step);
+// Start of the step-long UTC interval containing t (step > 0; on the grid
+// of unix time 0) / the next such boundary >= t.
+Time floor_to_step(Time t, Seconds step);
+Time ceil_to_step(Time t, Seconds step);
 
 struct IntensitySample {
   Time time;
@@ -33,8 +49,22 @@ class IntensitySeries {
   // `max_gap_fill` steps throw CarbonError naming the first bad timestamp.
   // Gaps of up to max_gap_fill missing steps are filled by holding the last
   // value (0 = no gap is tolerated).
+  // step == kDetectStep: the step is detect_step(samples) (whose rules
+  // apply as well).
   static IntensitySeries from_samples(std::string zone, const std::vector<IntensitySample>& samples,
                                       Seconds step = Hours{1}, int max_gap_fill = 0);
+  static constexpr Seconds kDetectStep{0};
+
+  // The step of sorted samples, as a source serves them. Rule: the spacing
+  // of the first two samples when it is at most 60 minutes, and then it must
+  // be 5, 15, 30 or 60 minutes; a longer first spacing is an hourly series
+  // with a gap; a single sample is hourly when on the hour, else the
+  // coarsest supported step whose grid it is on. Throws CarbonError naming
+  // the first bad timestamp: unsorted or duplicate timestamps, a first
+  // spacing that is not a supported step, a timestamp off the step's UTC
+  // grid (misaligned, or mixed with a finer step). A later spacing that is a
+  // multiple of the step is a gap, for from_samples to judge.
+  static Seconds detect_step(const std::string& zone, const std::vector<IntensitySample>& samples);
 
   const std::string& zone() const { return zone_; }
   Time start() const { return start_; }

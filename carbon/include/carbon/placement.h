@@ -1,8 +1,27 @@
 // Spatio-temporal placement: where and when a job should run.
 //
 // place() is a pure function of (job, regions, planned capacity, now,
-// options): no clock reads, no I/O. Time is quantized to UTC hours: slot 0
-// is the hour containing `now`; a run starting in slot 0 starts at `now`.
+// options): no clock reads, no I/O. Time is quantized to slots: slot 0 is
+// the slot containing `now`; a run starting in slot 0 starts at `now`.
+//
+// Slots: the slot is the regions' forecast step -- hourly unless a forecast
+// is sub-hourly. Steps of 5, 15, 30 and 60 minutes are accepted (each on its
+// UTC grid); they nest, so when regions differ the pass uses the finest step
+// among them and a coarser forecast is expanded to it exactly (each value
+// repeated over the finer slots of its step). A region whose forecast has
+// any other step is refused with a reason naming the step ("forecast step of
+// 20 min is not supported ..."). So on 30-minute data a run, and every
+// window of an interruptible job, starts and ends on a half hour (the last
+// window ends when the work is done). With only hourly forecasts nothing
+// changes: slots are UTC hours. max_lookahead, capacity_by_hour, the 24 h
+// forecast extension and the capacity pricing profile stay in hours.
+//
+// Capacity stays per UTC hour (CapacityLedger, Region::capacity_by_hour):
+// every slot of an hour has that hour's capacity and planned usage, and a
+// window reserves every whole hour it overlaps (a 30-minute window at 12:30
+// holds its GPUs for 12:00-13:00 in the ledger and in the rest of the pass).
+// Conservative: capacity is never over-committed; two half-hour jobs that
+// would fit one after the other in a full hour do not share it.
 //
 // Cost of a candidate = expected operational grams (hardware power x PUE x
 // forecast intensity, pro rata for a partial last hour, plus for
@@ -22,7 +41,7 @@
 // kSpatial rank by earliest start, then lower grams.
 //
 // Feasible: region allowed and known; free capacity (capacity - planned) >=
-// job.gpus in every reserved hour; the run ends by job.deadline. Forecasts
+// job.gpus in every reserved hour (every hour a slot of the run overlaps); the run ends by job.deadline. Forecasts
 // shorter than the search window are extended by repeating their last 24
 // hours (seasonal-naive), which the explanation mentions.
 //
@@ -53,7 +72,7 @@ struct Region {
                                      // (beyond its end: `capacity`)
   double pue = 1.2;
   HardwareProfile hardware;
-  IntensitySeries forecast;          // hourly; must contain the hour of `now`
+  IntensitySeries forecast;          // step 5, 15, 30 or 60 min (see Slots); must contain the slot of `now`
 };
 
 struct Window {

@@ -28,7 +28,8 @@ struct Reading {
   std::string source;        // provider name; a fallback says why here
 };
 
-// A forecast: an hourly series starting at the hour of `now` or later.
+// A forecast: a series at the provider's step (hourly unless configured
+// for 5, 15 or 30 minutes) starting at the step of `now` or later.
 struct Forecast {
   IntensitySeries series;
   Time generated_at{};                 // as reported by the source (or `now`)
@@ -45,8 +46,9 @@ class IntensityProvider {
   // the newest point is too old, or a transport/format kind).
   virtual Reading current(const std::string& zone, Time now) = 0;
 
-  // Hourly history covering [from, to). Throws ProviderError(kGap) when any
-  // hour is missing, kNoData when nothing is available.
+  // History covering [from, to) at the provider's step (hourly by default;
+  // a CSV recording's own step). Throws ProviderError(kGap) when any step
+  // is missing, kNoData when nothing is available.
   virtual IntensitySeries history(const std::string& zone, Time from, Time to) = 0;
 
   // A forecast for the next `horizon` from `now`. Throws ProviderError when
