@@ -190,6 +190,31 @@ struct ApiServer::Impl {
                      "nodes: no allowed region has " + std::to_string(s.nodes) + " nodes with " +
                          std::to_string(s.gpus_per_node) + " GPUs each",
                      "nodes");
+    // A move resumes from the checkpoint the gang left in its old region:
+    // every allowed region must resolve to the same location.
+    if (s.migratable) {
+      std::string first_region, first_loc;
+      for (const auto& name : s.regions) {
+        const RegionConfig& r = *std::find_if(regions.begin(), regions.end(),
+                                              [&](const RegionConfig& c) { return c.name == name; });
+        const std::string loc = shared_checkpoint_location(r);
+        if (loc.empty())
+          throw ApiError(422, "checkpoint_not_shared",
+                         "migratable: region " + name + " (" + r.executor +
+                             ") keeps checkpoints in a place of its own (a volume claim or the pod's disk); "
+                             "a job can move only between regions sharing one checkpoint location "
+                             "(local regions, or kubernetes regions with the same checkpoint_s3)",
+                         "migratable");
+        if (first_region.empty()) first_region = name, first_loc = loc;
+        else if (loc != first_loc)
+          throw ApiError(422, "checkpoint_not_shared",
+                         "migratable: regions " + first_region + " and " + name +
+                             " keep checkpoints in different places; a job can move only between regions "
+                             "sharing one checkpoint location (local regions, or kubernetes regions with the "
+                             "same checkpoint_s3)",
+                         "migratable");
+      }
+    }
   }
 
   void routes() {
@@ -290,6 +315,13 @@ struct ApiServer::Impl {
                         {"region", d.region}, {"policy", d.policy}, {"explanation", d.explanation}});
         body["decisions"] = ds;
       }
+      // Throughput the job's gangs reported at each width (what placement
+      // uses when the spec declares no scaling curve).
+      json ms = json::array();
+      for (const auto& m : reg.store().measured_scaling(j.id()))
+        ms.push_back({{"nodes", m.nodes}, {"tokens_per_second", m.tokens_per_second}, {"samples", m.samples},
+                      {"updated", format_rfc3339(m.updated_ms)}});
+      body["measured_scaling"] = ms;
       send_json(res, 200, body);
     }));
 
@@ -383,6 +415,9 @@ struct ApiServer::Impl {
         return true;
       });
       if (!after) throw ApiError(404, "not_found", "no job '" + id + "'", "id");
+      // The measured scaling curve: a running gang's throughput at its width.
+      if (pr.state == "running" && pr.tokens_per_s > 0 && after->state() == JobState::kRunning)
+        reg.store().record_throughput(id, gang_nodes(*after), pr.tokens_per_s, pr.updated_ms);
       send_json(res, 200, {{"accepted", true}});
     }));
 

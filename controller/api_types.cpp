@@ -2,6 +2,8 @@
 
 #include "worker/config.h"
 
+#include <carbon/job.h>
+
 #include <openssl/sha.h>
 
 #include <cstdio>
@@ -62,6 +64,61 @@ bool is_region_name(const std::string& s) {
   return true;
 }
 
+// elastic, migratable, scaling (the contract in api_types.h).
+void parse_elastic(const json& body, JobSpec& s) {
+  if (body.contains("elastic")) {
+    const json& e = body["elastic"];
+    if (!e.is_object()) bad("elastic", "expected an object {min_nodes, max_nodes}, got " + type_name(e));
+    s.min_nodes = s.max_nodes = s.nodes;
+    for (const auto& [k, v] : e.items()) {
+      if (k == "min_nodes") s.min_nodes = int(get_int(v, "elastic.min_nodes", 1, kMaxNodes));
+      else if (k == "max_nodes") s.max_nodes = int(get_int(v, "elastic.max_nodes", 1, kMaxNodes));
+      else throw ApiError(400, "unknown_field", "unknown field 'elastic." + k + "'", "elastic." + k);
+    }
+    if (s.min_nodes > s.nodes)
+      bad("elastic.min_nodes", "must be at most nodes (" + std::to_string(s.nodes) + "), got " +
+                                   std::to_string(s.min_nodes));
+    if (s.max_nodes < s.nodes)
+      bad("elastic.max_nodes", "must be at least nodes (" + std::to_string(s.nodes) + "), got " +
+                                   std::to_string(s.max_nodes));
+  }
+  if (body.contains("migratable")) {
+    if (!body["migratable"].is_boolean())
+      bad("migratable", "expected a boolean, got " + type_name(body["migratable"]));
+    s.migratable = body["migratable"].get<bool>();
+  }
+  if (body.contains("scaling")) {
+    const json& c = body["scaling"];
+    if (!c.is_array()) bad("scaling", "expected an array of {nodes, tokens_per_second}, got " + type_name(c));
+    if (c.empty() || c.size() > kMaxScalingPoints)
+      bad("scaling", "must list 1 to " + std::to_string(kMaxScalingPoints) + " points");
+    std::vector<carbon::ScalingPoint> curve;
+    for (size_t i = 0; i < c.size(); ++i) {
+      const std::string f = "scaling[" + std::to_string(i) + "]";
+      if (!c[i].is_object()) bad(f, "expected an object {nodes, tokens_per_second}, got " + type_name(c[i]));
+      ScalingPointSpec p;
+      for (const auto& [k, v] : c[i].items()) {
+        if (k == "nodes") p.nodes = int(get_int(v, f + ".nodes", 1, kMaxNodes));
+        else if (k == "tokens_per_second") p.tokens_per_second = get_num(v, f + ".tokens_per_second", 1e-9, 1e15);
+        else throw ApiError(400, "unknown_field", "unknown field '" + f + "." + k + "'", f + "." + k);
+      }
+      if (p.nodes == 0) throw ApiError(400, "missing_field", f + ".nodes: required", f + ".nodes");
+      if (p.tokens_per_second == 0)
+        throw ApiError(400, "missing_field", f + ".tokens_per_second: required", f + ".tokens_per_second");
+      s.scaling.push_back(p);
+      curve.push_back({p.nodes, p.tokens_per_second});
+    }
+    if (auto problem = carbon::scaling_problem(curve); !problem.empty()) bad("scaling", problem);
+  }
+  // A change of width or region is a checkpoint and a restart from it: a
+  // job that would not resume would start over at every change.
+  if (s.elastic()) {
+    const json& ck = s.worker.contains("checkpoint") ? s.worker["checkpoint"] : json::object();
+    if (ck.is_object() && ck.contains("resume") && ck["resume"] == false)
+      bad("worker.checkpoint.resume", "an elastic or migratable job must resume from its checkpoints at every change");
+  }
+}
+
 }  // namespace
 
 json ApiError::to_json() const {
@@ -83,6 +140,14 @@ json JobSpec::to_json() const {
          {"estimate", {{"duration_s", duration_s}, {"power_watts", power_watts}}}};
   if (deadline_ms > 0) j["deadline"] = format_rfc3339(deadline_ms);
   if (max_delay_s >= 0) j["max_delay_s"] = max_delay_s;
+  if (checkpoint_gb > 0) j["estimate"]["checkpoint_gb"] = checkpoint_gb;
+  if (min_nodes > 0 || max_nodes > 0) j["elastic"] = {{"min_nodes", min_width()}, {"max_nodes", max_width()}};
+  if (migratable) j["migratable"] = true;
+  if (!scaling.empty()) {
+    json pts = json::array();
+    for (const auto& p : scaling) pts.push_back({{"nodes", p.nodes}, {"tokens_per_second", p.tokens_per_second}});
+    j["scaling"] = pts;
+  }
   return j;
 }
 
@@ -93,7 +158,7 @@ JobSpec parse_job_spec(const json& body) {
   static const std::set<std::string> known = {
       "name",    "image",         "worker",        "nodes",        "procs_per_node",
       "gpus_per_node", "regions", "home_region",   "deadline",     "max_delay_s",
-      "interruptible", "priority", "max_restarts", "estimate"};
+      "interruptible", "priority", "max_restarts", "estimate",  "elastic", "migratable", "scaling"};
   for (const auto& [k, v] : body.items())
     if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field '" + k + "'", k);
 
@@ -109,7 +174,7 @@ JobSpec parse_job_spec(const json& body) {
   s.worker = body["worker"];
   if (s.worker.dump().size() > kMaxWorkerPayload)
     throw ApiError(413, "payload_too_large", "worker: larger than 64 KiB", "worker");
-  if (body.contains("nodes")) s.nodes = int(get_int(body["nodes"], "nodes", 1, 256));
+  if (body.contains("nodes")) s.nodes = int(get_int(body["nodes"], "nodes", 1, kMaxNodes));
   if (body.contains("procs_per_node"))
     s.procs_per_node = int(get_int(body["procs_per_node"], "procs_per_node", 1, 64));
   if (body.contains("gpus_per_node"))
@@ -163,10 +228,13 @@ JobSpec parse_job_spec(const json& body) {
         s.duration_s = get_num(v, "estimate.duration_s", 1, 365.0 * 86400);
       else if (k == "power_watts")
         s.power_watts = get_num(v, "estimate.power_watts", 1, 1e6);
+      else if (k == "checkpoint_gb")
+        s.checkpoint_gb = get_num(v, "estimate.checkpoint_gb", 0, 1e6);
       else
         throw ApiError(400, "unknown_field", "unknown field 'estimate." + k + "'", "estimate." + k);
     }
   }
+  parse_elastic(body, s);
   return s;
 }
 

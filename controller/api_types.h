@@ -9,6 +9,13 @@
 //     the spec is then self-consistent (home_region in regions, ...), and
 //     anything that needs the controller's configuration (known regions,
 //     capacity) is checked later by the API and reported as 422;
+//   - elastic jobs: elastic.min_nodes <= nodes <= elastic.max_nodes, each in
+//     [1, kMaxNodes]; scaling points have distinct widths >= 1, finite
+//     tokens_per_second > 0, never falling as the width grows
+//     (carbon::scaling_problem); an elastic or migratable job must resume
+//     from its checkpoints (worker.checkpoint.resume not false). Whether a
+//     migratable job's regions share a checkpoint location is a 422 of the
+//     API (regions.h, shared_checkpoint_location);
 //   - `worker` is passed to the worker unchanged (docs/worker-controller.md),
 //     it must be an object no larger than kMaxWorkerPayload bytes; its fields
 //     are checked by check_worker_spec() (POST /v1/jobs calls both; a stored
@@ -36,6 +43,16 @@ struct ApiError : std::runtime_error {
 };
 
 inline constexpr size_t kMaxWorkerPayload = 64 * 1024;
+inline constexpr int kMaxNodes = 256;          // nodes, elastic.min_nodes, elastic.max_nodes
+inline constexpr size_t kMaxScalingPoints = 64;
+
+// One point of a declared scaling curve: the job's whole-gang throughput
+// when it runs on `nodes` nodes.
+struct ScalingPointSpec {
+  int nodes = 0;
+  double tokens_per_second = 0;
+  bool operator==(const ScalingPointSpec&) const = default;
+};
 inline constexpr size_t kMaxBodyBytes = 256 * 1024;
 
 struct JobSpec {
@@ -54,9 +71,28 @@ struct JobSpec {
   int max_restarts = 3;              // 0..100
   double duration_s = 3600;          // estimate.duration_s  (placement input)
   double power_watts = 300;          // estimate.power_watts per node
+  double checkpoint_gb = 0;          // estimate.checkpoint_gb (a move sends it; 0 = placement's default)
+  // Elastic and migratable jobs (docs/elastic.md). elastic.min_nodes /
+  // elastic.max_nodes: the widths placement may run the job at (0 = nodes:
+  // not elastic); `nodes` is the nominal width, the one estimate.duration_s
+  // is for. migratable: it may move between its allowed regions at a window
+  // boundary (only between regions sharing one checkpoint location, checked
+  // against the controller's regions: 422). scaling: a declared curve of
+  // whole-gang tokens/s by width (empty: measured, else linear).
+  int min_nodes = 0;
+  int max_nodes = 0;
+  bool migratable = false;
+  std::vector<ScalingPointSpec> scaling;
 
-  // Canonical JSON (every field, defaults filled in). parse_job_spec of this
-  // yields an equal spec.
+  int min_width() const { return min_nodes > 0 ? min_nodes : nodes; }
+  int max_width() const { return max_nodes > 0 ? max_nodes : nodes; }
+  // Placement may change its width or region between windows.
+  bool elastic() const { return min_width() != nodes || max_width() != nodes || migratable; }
+
+  // Canonical JSON (every field, defaults filled in; `elastic`, `migratable`,
+  // `scaling` and estimate.checkpoint_gb only when set, so a spec without
+  // them keeps the canonical form and hash it had before they existed).
+  // parse_job_spec of this yields an equal spec.
   nlohmann::json to_json() const;
 };
 

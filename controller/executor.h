@@ -46,6 +46,11 @@ struct GangSpec {
   double intensity = 0;        // gCO2e/kWh now in the region
   double pue = 1.0;
   std::string intensity_url;   // optional GREENSHARD_INTENSITY_URL
+  // This run's width: the placement window's nodes (an elastic job's may
+  // differ from spec.nodes); 0 = spec.nodes. Executors launch width() x
+  // spec.procs_per_node ranks; the worker reshards its checkpoint to them.
+  int nodes = 0;
+  int width() const { return nodes > 0 ? nodes : spec.nodes; }
 };
 
 enum class GangPhase { kStarting, kRunning, kSucceeded, kPreempted, kConfigError, kFailed, kUnknown };

@@ -166,7 +166,7 @@ class LocalExecutor final : public Executor {
     }
     std::error_code ec;
     fs::remove(g.dir + "/summary.json", ec);
-    const int world = gs.spec.nodes * gs.spec.procs_per_node;
+    const int world = gs.width() * gs.spec.procs_per_node;
     const int port = pick_free_port();
 
     std::map<std::string, std::string> base;

@@ -73,17 +73,36 @@ bool Job::transition(JobState to, std::string reason, std::string message, int64
 
 namespace {
 
+json change_json(const PlannedChange& c) {
+  return {{"at_ms", c.at_ms},           {"from_region", c.from_region}, {"to_region", c.to_region},
+          {"from_nodes", c.from_nodes}, {"to_nodes", c.to_nodes},       {"cost_grams", c.cost_grams},
+          {"saved_grams", c.saved_grams}, {"why", c.why}};
+}
+
 json placement_json(const PlacementView& p) {
   json w = json::array();
-  for (auto [a, b] : p.windows) w.push_back({a, b});
-  return {{"region", p.region},
-          {"policy", p.policy},
-          {"start_ms", p.start_ms},
-          {"windows", w},
-          {"expected_grams", p.expected_grams},
-          {"run_now_home_grams", p.run_now_home_grams},
-          {"explanation", p.explanation},
-          {"cycle", p.cycle}};
+  for (size_t i = 0; i < p.windows.size(); ++i) {
+    json x = {p.windows[i].first, p.windows[i].second};
+    if (i < p.places.size()) {
+      x.push_back(p.places[i].region);
+      x.push_back(p.places[i].nodes);
+    }
+    w.push_back(x);
+  }
+  json d{{"region", p.region},
+         {"policy", p.policy},
+         {"start_ms", p.start_ms},
+         {"windows", w},
+         {"expected_grams", p.expected_grams},
+         {"run_now_home_grams", p.run_now_home_grams},
+         {"explanation", p.explanation},
+         {"cycle", p.cycle}};
+  if (!p.changes.empty()) {
+    json cs = json::array();
+    for (const auto& c : p.changes) cs.push_back(change_json(c));
+    d["changes"] = cs;
+  }
+  return d;
 }
 
 PlacementView placement_from(const json& j) {
@@ -91,7 +110,17 @@ PlacementView placement_from(const json& j) {
   p.region = j.at("region").get<std::string>();
   p.policy = j.at("policy").get<std::string>();
   p.start_ms = j.at("start_ms").get<int64_t>();
-  for (const auto& w : j.at("windows")) p.windows.emplace_back(w.at(0).get<int64_t>(), w.at(1).get<int64_t>());
+  for (const auto& w : j.at("windows")) {
+    p.windows.emplace_back(w.at(0).get<int64_t>(), w.at(1).get<int64_t>());
+    if (w.size() >= 4) p.places.push_back({w.at(2).get<std::string>(), w.at(3).get<int>()});
+  }
+  if (!p.places.empty() && p.places.size() != p.windows.size())
+    throw std::runtime_error("placement: windows with and without a region and width");
+  for (const auto& c : j.value("changes", json::array()))
+    p.changes.push_back({c.at("at_ms").get<int64_t>(), c.at("from_region").get<std::string>(),
+                         c.at("to_region").get<std::string>(), c.at("from_nodes").get<int>(),
+                         c.at("to_nodes").get<int>(), c.at("cost_grams").get<double>(),
+                         c.at("saved_grams").get<double>(), c.at("why").get<std::string>()});
   p.expected_grams = j.at("expected_grams").get<double>();
   p.run_now_home_grams = j.at("run_now_home_grams").get<double>();
   p.explanation = j.at("explanation").get<std::string>();
@@ -151,6 +180,8 @@ json Job::to_document() const {
          {"worker_token", worker_token},
          {"next_attempt_ms", next_attempt_ms},
          {"runtime", runtime}};
+  if (!gang.region.empty())
+    d["gang"] = {{"region", gang.region}, {"nodes", gang.nodes}, {"window", gang.window}};
   if (placement) d["placement"] = placement_json(*placement);
   return d;
 }
@@ -180,6 +211,10 @@ Job Job::from_document(const json& d) {
     j.worker_token = d.value("worker_token", "");
     j.next_attempt_ms = d.value("next_attempt_ms", int64_t{0});
     j.runtime = d.value("runtime", json::object());
+    if (d.contains("gang")) {
+      const json& g = d["gang"];
+      j.gang = {g.at("region").get<std::string>(), g.at("nodes").get<int>(), g.at("window").get<int>()};
+    }
     if (d.contains("placement")) j.placement = placement_from(d["placement"]);
     return j;
   } catch (const ApiError& e) {
@@ -253,8 +288,27 @@ json job_view(const Job& job) {
   if (job.placement) {
     const auto& p = *job.placement;
     json w = json::array();
-    for (auto [a, b] : p.windows) w.push_back({{"start", format_rfc3339(a)}, {"end", format_rfc3339(b)}});
+    for (size_t i = 0; i < p.windows.size(); ++i) {
+      const WindowPlace at = window_place(job, i);
+      w.push_back({{"start", format_rfc3339(p.windows[i].first)},
+                   {"end", format_rfc3339(p.windows[i].second)},
+                   {"region", at.region},
+                   {"nodes", at.nodes}});
+    }
+    json cs = json::array();
+    for (const auto& c : p.changes)
+      cs.push_back({{"at", format_rfc3339(c.at_ms)},
+                    {"from_region", c.from_region},
+                    {"to_region", c.to_region},
+                    {"from_nodes", c.from_nodes},
+                    {"to_nodes", c.to_nodes},
+                    {"resize", c.from_nodes != c.to_nodes},
+                    {"move", c.from_region != c.to_region},
+                    {"cost_grams", c.cost_grams},
+                    {"saved_grams", c.saved_grams},
+                    {"why", c.why}});
     v["placement"] = {{"region", p.region},
+                      {"changes", cs},
                       {"policy", p.policy},
                       {"start", format_rfc3339(p.start_ms)},
                       {"windows", w},
@@ -270,6 +324,9 @@ json job_view(const Job& job) {
                    {"loss", pr.loss},           {"val_loss", pr.val_loss},
                    {"tokens_per_s", pr.tokens_per_s}, {"mfu", pr.mfu},
                    {"eta_s", pr.eta_s},         {"message", pr.message}};
+  v["gang"] = nullptr;
+  if (!job.gang.region.empty())
+    v["gang"] = {{"region", job.gang.region}, {"nodes", job.gang.nodes}, {"window", job.gang.window}};
   v["energy"] = {{"joules", pr.energy_joules},
                  {"operational_grams", pr.operational_grams},
                  {"embodied_grams", pr.embodied_grams},
@@ -290,11 +347,33 @@ bool holds_reservation(JobState s) {
   }
 }
 
+WindowPlace window_place(const Job& job, size_t i) {
+  const PlacementView& p = *job.placement;
+  if (i < p.places.size()) return p.places[i];
+  return {p.region, job.spec().nodes};
+}
+
+std::string gang_region(const Job& job) {
+  if (!job.gang.region.empty()) return job.gang.region;
+  if (!job.placement) return "";
+  return job.placement->windows.empty() ? job.placement->region : window_place(job, 0).region;
+}
+
+int gang_nodes(const Job& job) {
+  if (job.gang.nodes > 0) return job.gang.nodes;
+  if (!job.placement || job.placement->windows.empty()) return job.spec().nodes;
+  return window_place(job, 0).nodes;
+}
+
 std::vector<Reservation> reservations_of(const Job& job) {
   std::vector<Reservation> out;
   if (!holds_reservation(job.state()) || !job.placement) return out;
-  for (auto [a, b] : job.placement->windows)
-    if (b > a) out.push_back({job.id(), job.placement->region, a, b, job.spec().nodes});
+  const auto& w = job.placement->windows;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i].second <= w[i].first) continue;
+    const WindowPlace at = window_place(job, i);
+    out.push_back({job.id(), at.region, w[i].first, w[i].second, at.nodes});
+  }
   return out;
 }
 

@@ -64,9 +64,29 @@ struct Condition {
   int64_t time_ms = 0;  // unix ms
 };
 
+// Where and how wide one placement window runs (elastic and migratable
+// jobs; see PlacementView::places).
+struct WindowPlace {
+  std::string region;
+  int nodes = 0;
+  bool operator==(const WindowPlace&) const = default;
+};
+
+// A change of width or region between two consecutive windows, as placement
+// planned it (carbon::PlanChange, in nodes and unix ms).
+struct PlannedChange {
+  int64_t at_ms = 0;                   // start of the later window
+  std::string from_region, to_region;  // equal: no move
+  int from_nodes = 0, to_nodes = 0;    // equal: no resize
+  double cost_grams = 0;               // the change's own grams
+  double saved_grams = 0;              // grams it avoids (may be < 0)
+  std::string why;                     // one sentence
+  bool operator==(const PlannedChange&) const = default;
+};
+
 // The placement decision as exposed in the API (what carbon/ decided).
 struct PlacementView {
-  std::string region;
+  std::string region;                  // where the first window runs
   std::string policy;         // "carbon-window", "run-now-home", ...
   int64_t start_ms = 0;       // when the first window opens
   std::vector<std::pair<int64_t, int64_t>> windows;  // [start, end) unix ms
@@ -74,6 +94,11 @@ struct PlacementView {
   double run_now_home_grams = 0;  // baseline: start now in the home region
   std::string explanation;
   int64_t cycle = 0;          // scheduler cycle that decided
+  // Per window (same size as `windows`): its region and width. Empty for a
+  // job that runs every window in `region` on spec.nodes (and for documents
+  // written before elastic jobs): use window_place().
+  std::vector<WindowPlace> places;
+  std::vector<PlannedChange> changes;  // one per change between windows
 };
 
 // Capacity a job holds in its region for one planned run window [start, end).
@@ -84,6 +109,17 @@ struct Reservation {
   bool operator==(const Reservation&) const = default;
 };
 
+
+// Where the job's gang runs, or last ran: set when a gang is launched,
+// kept while it is down (SUSPENDED, RECOVERING) so the next launch knows
+// what changes. window: the placement window it was launched for (-1: none,
+// e.g. a document from before elastic jobs, or a placement made since).
+struct GangPlace {
+  std::string region;   // "" = never launched
+  int nodes = 0;
+  int window = -1;
+  bool operator==(const GangPlace&) const = default;
+};
 
 // What the worker last pushed (docs/worker-controller.md "Status push").
 struct Progress {
@@ -123,6 +159,7 @@ class Job {
   std::string body_hash;           // sha256 of the canonical spec
   std::string worker_token;        // per-job token for the status push
   int64_t next_attempt_ms = 0;     // RECOVERING: earliest restart (backoff)
+  GangPlace gang;                  // the current (or last) gang's region and width
   nlohmann::json runtime = nlohmann::json::object();  // executor bookkeeping
 
   // Whole-job document for the store (everything, including the state).
@@ -140,12 +177,20 @@ class Job {
   std::vector<Condition> conditions_;
 };
 
+// Window i's region and width (PlacementView::places, else the placement's
+// region at spec.nodes). Requires a placement and i < windows.size().
+WindowPlace window_place(const Job& job, size_t i);
+// The region and width of the job's current (or last) gang: Job::gang once
+// launched, else the first window's.
+std::string gang_region(const Job& job);
+int gang_nodes(const Job& job);
+
 // True in the states whose placement windows hold capacity: SCHEDULED,
 // STARTING, RUNNING, RECOVERING and SUSPENDED. PENDING (not placed, or
 // released to be placed again) and the ended states hold none.
 bool holds_reservation(JobState s);
-// The job's reservations: one per placement window while
-// holds_reservation(state), none otherwise. The store keeps them in their own
+// The job's reservations: one per placement window (its region and width,
+// window_place) while holds_reservation(state), none otherwise. The store keeps them in their own
 // table, written in the same transaction as the job.
 std::vector<Reservation> reservations_of(const Job& job);
 

@@ -325,7 +325,7 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
   KubeObjects o;
   o.name = kube_name(g.job_id, g.attempt);
   const std::string& ns = c.namespace_;
-  const int nodes = g.spec.nodes, ppn = g.spec.procs_per_node;
+  const int nodes = g.width(), ppn = g.spec.procs_per_node;
   const std::string port = std::to_string(c.rendezvous_port);
   const std::string master = o.name + "-0." + o.name;  // <job>-<index>.<subdomain>
   json labels = {{"app.kubernetes.io/name", "greenshard-worker"},

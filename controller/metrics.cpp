@@ -55,6 +55,16 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Counter>& restarts =
       BuildCounter().Name("greenshard_executor_restarts_total")
           .Help("Gang restarts from checkpoint").Register(*reg);
+  prometheus::Family<prometheus::Counter>& resizes =
+      BuildCounter().Name("greenshard_job_resizes_total")
+          .Help("Elastic jobs' windows started at another width than the window before").Register(*reg);
+  prometheus::Family<prometheus::Counter>& migrations =
+      BuildCounter().Name("greenshard_job_migrations_total")
+          .Help("Migratable jobs' windows started in another region than the window before").Register(*reg);
+  prometheus::Family<prometheus::Counter>& change_avoided =
+      BuildCounter().Name("greenshard_job_change_avoided_grams_total")
+          .Help("Expected gCO2e avoided by the resizes and migrations carried out (planned savings > 0)")
+          .Register(*reg);
   prometheus::Family<prometheus::Counter>& requests =
       BuildCounter().Name("greenshard_api_requests_total")
           .Help("API requests by method and status code").Register(*reg);
@@ -64,6 +74,7 @@ struct Metrics::Impl {
   prometheus::Counter& cycles_c = cycles.Add({});
   prometheus::Counter& avoided_c = avoided.Add({});
   prometheus::Counter& submissions_c = submissions.Add({});
+  prometheus::Counter& change_avoided_c = change_avoided.Add({});
   prometheus::Histogram& queue_wait_h = queue_wait.Add(
       {}, prometheus::Histogram::BucketBoundaries{1, 10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400});
   std::mutex mu;  // Family::Add is thread-safe; this guards the bucket lists
@@ -123,6 +134,17 @@ void Metrics::on_render(std::function<void()> hook) {
 }
 void Metrics::restart(const std::string& executor) {
   impl_->restarts.Add({{"executor", executor}}).Increment();
+}
+void Metrics::resized(int from_nodes, int to_nodes) {
+  if (from_nodes == to_nodes) return;
+  impl_->resizes.Add({{"direction", to_nodes > from_nodes ? "grow" : "shrink"}}).Increment();
+}
+void Metrics::migrated(const std::string& from_region, const std::string& to_region) {
+  if (from_region == to_region) return;
+  impl_->migrations.Add({{"from", from_region}, {"to", to_region}}).Increment();
+}
+void Metrics::change_avoided_grams(double g) {
+  if (g > 0) impl_->change_avoided_c.Increment(g);
 }
 void Metrics::request(const std::string& method, int code) {
   impl_->requests.Add({{"method", method}, {"code", std::to_string(code)}}).Increment();

@@ -20,6 +20,14 @@
 //                                    NaN before the first)
 //   greenshard_forecast_scored{region,lead}            gauge (forecasts in that mean)
 //   greenshard_executor_restarts_total{executor}       counter
+//   greenshard_job_resizes_total{direction}            counter (elastic jobs: a window
+//                                    started at another width; direction grow | shrink)
+//   greenshard_job_migrations_total{from,to}           counter (a window started in
+//                                    another region)
+//   greenshard_job_change_avoided_grams_total          counter (the expected gCO2e those
+//                                    changes avoid, carbon::PlanChange::saved_grams; a
+//                                    change planned at a loss (< 0) adds nothing: a counter
+//                                    never falls)
 //   greenshard_api_requests_total{method,code}         counter
 //   greenshard_job_submissions_total                   counter
 #pragma once
@@ -59,6 +67,10 @@ class Metrics {
   // scheduler's last snapshot). One hook; a later call replaces it.
   void on_render(std::function<void()> hook);
   void restart(const std::string& executor);
+  // An elastic job's window started with a change (from the planned change).
+  void resized(int from_nodes, int to_nodes);
+  void migrated(const std::string& from_region, const std::string& to_region);
+  void change_avoided_grams(double grams);  // ignored when <= 0
   void request(const std::string& method, int code);
   void submitted();
   std::string render() const;

@@ -270,4 +270,12 @@ KubeClusterConfig in_cluster_config(const std::string& service_account_dir) {
   return in_cluster_config_at(service_account_dir);
 }
 
+std::string shared_checkpoint_location(const RegionConfig& r) {
+  if (r.executor == "local") return "local";
+  if (r.executor == "sim") return "sim";
+  if (r.executor == "kubernetes" && r.kube.checkpoint_s3.enabled())
+    return "s3:" + r.kube.checkpoint_s3.endpoint + " " + r.kube.checkpoint_s3.url;
+  return "";
+}
+
 }  // namespace controller

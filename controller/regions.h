@@ -84,6 +84,20 @@ struct RegionConfig {
   KubeClusterConfig kube;
 };
 
+// Where a region's gangs keep their checkpoints, as a comparable key, or ""
+// when that place is the region's own. The executors decide it
+// (GREENSHARD_CHECKPOINT_DIR overrides the worker's checkpoint.dir):
+//   local       "local": every local region runs on the controller's one
+//               local executor, under its --data-dir (<data-dir>/jobs/<id>/ckpt),
+//               one filesystem for all of them;
+//   kubernetes  with checkpoint_s3: "s3:<endpoint> <url>" (<url>/<job-id>);
+//               with a checkpoint_claim or an emptyDir: "" (a PVC or a pod's
+//               disk is the cluster's own);
+//   sim         "sim" (the simulation's gangs keep no files).
+// A migratable job may only be allowed regions with one equal, non-empty key
+// (POST /v1/jobs answers 422 on field "migratable" otherwise).
+std::string shared_checkpoint_location(const RegionConfig& region);
+
 // Intensity for regions configured with `zone:`: carbon/'s shipped data, or
 // the source of the carbon source file (controller/config_files.h).
 class IntensitySource {

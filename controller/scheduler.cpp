@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
+#include <type_traits>
 #include <unordered_map>
 
 namespace controller {
@@ -41,20 +43,78 @@ std::set<std::string> apply(Registry& reg, std::unordered_map<std::string, Fn>& 
 std::map<std::string, int> used_nodes(const std::vector<Job>& jobs) {
   std::map<std::string, int> used;
   for (const Job& j : jobs)
-    if (is_active(j.state()) && j.placement) used[j.placement->region] += j.spec().nodes;
+    if (is_active(j.state()) && j.placement) used[gang_region(j)] += gang_nodes(j);
   return used;
 }
 
+// The worker's summary file into the job's progress. A field that is
+// absent, null (e.g. final_val_loss of a job that never evaluated) or of
+// another type leaves the value as it was.
 void take_summary(Job& j, const nlohmann::json& s) {
   if (!s.is_object()) return;
   auto& p = j.progress;
-  p.state = s.value("state", p.state);
-  p.step = s.value("steps", p.step);
-  p.tokens = s.value("tokens", p.tokens);
-  p.val_loss = s.value("final_val_loss", p.val_loss);
-  p.energy_joules = s.value("energy_joules", p.energy_joules);
-  p.operational_grams = s.value("operational_grams", p.operational_grams);
-  p.embodied_grams = s.value("embodied_grams", p.embodied_grams);
+  auto num = [&](const char* k, auto& out) {
+    auto it = s.find(k);
+    if (it != s.end() && it->is_number()) out = it->template get<std::decay_t<decltype(out)>>();
+  };
+  if (auto it = s.find("state"); it != s.end() && it->is_string()) p.state = it->get<std::string>();
+  num("steps", p.step);
+  num("tokens", p.tokens);
+  num("final_val_loss", p.val_loss);
+  num("energy_joules", p.energy_joules);
+  num("operational_grams", p.operational_grams);
+  num("embodied_grams", p.embodied_grams);
+}
+
+// The window the job's gang runs (or ran) for: Job::gang.window, else (a
+// document from before elastic jobs, or a plan made since) the last window
+// opened by now; 0 when none has.
+size_t gang_window(const Job& j, int64_t now) {
+  const auto& w = j.placement->windows;
+  if (j.gang.window >= 0 && size_t(j.gang.window) < w.size()) return size_t(j.gang.window);
+  size_t k = 0;
+  for (size_t i = 0; i < w.size(); ++i)
+    if (w[i].first <= now) k = i;
+  return k;
+}
+
+std::string nodes_str(int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); }
+
+// "resized from 2 nodes to 1 node in DE", "moved from DE to FR (2 nodes ->
+// 1 node)": what launching `to` changes after a gang at `from`.
+std::string change_words(const WindowPlace& from, const WindowPlace& to) {
+  if (from.region != to.region)
+    return "moved from " + from.region + " to " + to.region +
+           (from.nodes != to.nodes ? " (" + nodes_str(from.nodes) + " -> " + nodes_str(to.nodes) + ")"
+                                   : " on " + nodes_str(to.nodes));
+  return "resized from " + nodes_str(from.nodes) + " to " + nodes_str(to.nodes) + " in " + to.region;
+}
+
+// The planned change that starts window k (nullptr when none was planned,
+// e.g. a hand-made or pre-elastic plan).
+const PlannedChange* planned_change(const Job& j, size_t k) {
+  for (const auto& c : j.placement->changes)
+    if (c.at_ms == j.placement->windows[k].first) return &c;
+  return nullptr;
+}
+
+// The scaling curve placement plans an elastic job with (speeds relative
+// to one another, carbon::Job::scaling): the declared one, else the one its
+// gangs measured (when valid: throughput never falling as the width grows),
+// else none (linear).
+std::vector<carbon::ScalingPoint> scaling_curve(const Job& j, Store& store) {
+  std::vector<carbon::ScalingPoint> curve;
+  for (const auto& p : j.spec().scaling) curve.push_back({p.nodes, p.tokens_per_second});
+  if (!curve.empty()) return curve;
+  for (const auto& m : store.measured_scaling(j.id())) curve.push_back({m.nodes, m.tokens_per_second});
+  if (!carbon::scaling_problem(curve).empty()) curve.clear();
+  return curve;
+}
+
+std::string grams_str(double g) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.1f g", g);
+  return b;
 }
 
 }  // namespace
@@ -111,7 +171,7 @@ void Scheduler::recover() {
   const int64_t now = clock_.now_ms();
   for (const Job& j : registry_.live_jobs(0)) {
     if (j.state() != JobState::kStarting && j.state() != JobState::kRunning) continue;
-    Executor* ex = j.placement ? executor_for(j.placement->region) : nullptr;
+    Executor* ex = j.placement ? executor_for(gang_region(j)) : nullptr;
     if (ex && ex->adopt(j.id(), j.runtime, opt_.stop_grace)) continue;
     changes[j.id()] = [now](Job& job) {
       if (!job.transition(JobState::kRecovering, "ControllerRestarted",
@@ -181,7 +241,7 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
   std::unordered_map<std::string, Fn> changes;
   for (Job& j : jobs) {
     if (j.state() != JobState::kStarting && j.state() != JobState::kRunning) continue;
-    Executor* ex = j.placement ? executor_for(j.placement->region) : nullptr;
+    Executor* ex = j.placement ? executor_for(gang_region(j)) : nullptr;
     if (!ex) continue;
     GangStatus st = ex->poll(j.id());
     const bool suspending = j.runtime.value("suspending", false);
@@ -194,33 +254,48 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
             job.runtime = rt;
             return job.transition(JobState::kRunning, "GangRunning", "every rank is running", now);
           };
-        } else if (j.spec().interruptible && !suspending && j.placement &&
-                   j.placement->windows.size() > 1) {
-          // Is the current window over with a later one still to come?
+        } else if (!suspending && j.placement && j.placement->windows.size() > 1) {
+          // Interruptible, elastic and migratable jobs: is the gang's window
+          // over with a later one still to come? Then it checkpoints and
+          // stops; the next window starts (with its own region and width)
+          // only once this gang is down (SUSPENDED).
           const auto& w = j.placement->windows;
-          bool inside = false, later = false;
-          for (auto [a, b] : w) {
-            if (a <= now && now < b) inside = true;
-            if (a > now) later = true;
+          const size_t k = gang_window(j, now);
+          if (now < w[k].second || k + 1 >= w.size()) break;
+          const WindowPlace here{gang_region(j), gang_nodes(j)};
+          if (w[k + 1].first <= now && window_place(j, k + 1) == here) {
+            // The next window is open and runs where and as wide as this
+            // one: carry on without a restart.
+            changes[j.id()] = [k](Job& job) {
+              job.gang.window = int(k) + 1;
+              return true;
+            };
+            break;
           }
-          if (!inside && later) {
-            ex->stop(j.id(), opt_.stop_grace);
-            GangStatus after = ex->poll(j.id());
-            if (after.phase == GangPhase::kPreempted) {
-              // Already down (checkpointed): suspended in this very cycle.
-              rep.suspended++;
-              changes[j.id()] = [now, after](Job& job) {
-                take_summary(job, after.summary);
-                job.runtime["suspending"] = false;
-                return job.transition(JobState::kSuspended, "WindowClosed",
-                                      "checkpointed at the end of its carbon window; resumes in the next", now);
-              };
-            } else {
-              changes[j.id()] = [](Job& job) {
-                job.runtime["suspending"] = true;
-                return true;
-              };
-            }
+          const WindowPlace next = window_place(j, k + 1);
+          const std::string msg =
+              next == here ? std::string("checkpointed at the end of its carbon window; resumes in the next")
+                           : "checkpointed at the end of its window; the next one " +
+                                 (next.region != here.region
+                                      ? "runs in " + next.region + " on " + nodes_str(next.nodes)
+                                      : "runs on " + nodes_str(next.nodes)) +
+                                 ", from this checkpoint";
+          ex->stop(j.id(), opt_.stop_grace);
+          GangStatus after = ex->poll(j.id());
+          if (after.phase == GangPhase::kPreempted) {
+            // Already down (checkpointed): suspended in this very cycle.
+            rep.suspended++;
+            changes[j.id()] = [now, after, msg](Job& job) {
+              take_summary(job, after.summary);
+              job.runtime["suspending"] = false;
+              return job.transition(JobState::kSuspended, "WindowClosed", msg, now);
+            };
+          } else {
+            changes[j.id()] = [msg](Job& job) {
+              job.runtime["suspending"] = true;
+              job.runtime["suspend_message"] = msg;
+              return true;
+            };
           }
         }
         break;
@@ -237,10 +312,11 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
           rep.suspended++;
           changes[j.id()] = [now, st](Job& job) {
             take_summary(job, st.summary);
+            const std::string msg = job.runtime.value(
+                "suspend_message", std::string("checkpointed at the end of its carbon window; resumes in the next"));
             job.runtime["suspending"] = false;
-            return job.transition(JobState::kSuspended, "WindowClosed",
-                                  "checkpointed at the end of its carbon window; resumes in the next",
-                                  now);
+            job.runtime.erase("suspend_message");
+            return job.transition(JobState::kSuspended, "WindowClosed", msg, now);
           };
           break;
         }
@@ -357,8 +433,8 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
     if (v.start_ms < hour + kHourMs) holding_now[v.job_id] = v.region;
   }
   for (const Job& j : jobs)
-    if (is_active(j.state()) && j.placement && snap.count(j.placement->region) && !holding_now.count(j.id()))
-      ledger.reserve(j.placement->region, to_time(hour), to_time(hour + kHourMs), j.spec().nodes);
+    if (is_active(j.state()) && j.placement && snap.count(gang_region(j)) && !holding_now.count(j.id()))
+      ledger.reserve(gang_region(j), to_time(hour), to_time(hour + kHourMs), gang_nodes(j));
 
   if (!todo.empty()) {
     // 3. carbon/'s regions: those with an intensity now. A node is one
@@ -415,7 +491,8 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         auto it = snap.find(name);
         if (it == snap.end()) continue;
         const RegionSnapshot& r = *it->second;
-        if (r.capacity_nodes < s.nodes || r.gpus_per_node < s.gpus_per_node) {
+        // An elastic job fits a region that holds its narrowest width.
+        if (r.capacity_nodes < s.min_width() || r.gpus_per_node < s.gpus_per_node) {
           why_not += "; " + name + ": has " + std::to_string(r.capacity_nodes) + " nodes x " +
                      std::to_string(r.gpus_per_node) + " GPUs";
           continue;
@@ -428,7 +505,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       if (ever.empty()) {
         rep.rejected++;
         rec.outcome = "rejected";
-        rec.explanation = "no allowed region can ever hold " + std::to_string(s.nodes) + " nodes x " +
+        rec.explanation = "no allowed region can ever hold " + std::to_string(s.min_width()) + " nodes x " +
                           std::to_string(s.gpus_per_node) + " GPUs" + why_not;
         decisions.push_back(rec);
         if (metrics_) metrics_->decision(policy, "rejected");
@@ -453,6 +530,13 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       c.allowed_regions = now_ok;
       c.interruptible = s.interruptible;
       c.utilization = s.power_watts / p_ref;
+      if (s.elastic()) {
+        c.min_gpus = s.min_width();
+        c.max_gpus = s.max_width();
+        c.migratable = s.migratable;
+        c.checkpoint_gb = s.checkpoint_gb;
+        c.scaling = scaling_curve(j, registry_.store());
+      }
       bool deadline = true;
       if (s.deadline_ms > 0) c.deadline = to_time(s.deadline_ms);
       else if (s.max_delay_s >= 0) c.deadline = carbon::deadline_from_max_delay(c, carbon::Seconds{s.max_delay_s});
@@ -465,7 +549,11 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         carbon::Decision d;
         d.feasible = true;
         d.region = j.placement->region;
-        for (auto [a, b] : j.placement->windows) d.windows.push_back({to_time(a), to_time(b)});
+        for (size_t w = 0; w < j.placement->windows.size(); ++w) {
+          const auto [a, b] = j.placement->windows[w];
+          const WindowPlace at = window_place(j, w);
+          d.windows.push_back({to_time(a), to_time(b), at.region, at.nodes});
+        }
         d.start = d.windows.front().start;
         d.end = d.windows.back().end;
         d.expected_grams = j.placement->expected_grams;
@@ -541,11 +629,23 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
                                                        : std::string(carbon::policy_name(carbon::fallback_policy(popt.policy)));
       for (const auto& w : d.windows) pv.windows.push_back({std::max(now, to_ms(w.start)), to_ms(w.end)});
       pv.start_ms = pv.windows.front().first;
+      // Elastic and migratable plans: each window's region and width (kept
+      // only when one differs from the decision's region at spec.nodes).
+      bool shaped = false;
+      for (const auto& w : d.windows) {
+        pv.places.push_back({w.region.empty() ? d.region : w.region, w.gpus > 0 ? w.gpus : j.spec().nodes});
+        shaped = shaped || !(pv.places.back() == WindowPlace{d.region, j.spec().nodes});
+      }
+      if (!shaped) pv.places.clear();
+      for (const auto& c : d.changes)
+        pv.changes.push_back({to_ms(c.at), c.from_region, c.to_region, c.from_gpus, c.to_gpus, c.cost_grams,
+                              c.saved_grams, c.why});
       pv.expected_grams = d.expected_grams;
       pv.run_now_home_grams = std::isnan(d.run_now_home_grams) ? d.expected_grams : d.run_now_home_grams;
       pv.explanation = d.explanation;
       pv.cycle = cyc;
-      if (was_scheduled && j.placement && j.placement->region == pv.region && j.placement->windows == pv.windows)
+      if (was_scheduled && j.placement && j.placement->region == pv.region && j.placement->windows == pv.windows &&
+          j.placement->places == pv.places)
         continue;  // re-planned to the same plan
       rep.placed++;
       rec.outcome = was_scheduled ? "replanned" : "admitted";
@@ -578,22 +678,40 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   }
 }
 
-bool Scheduler::start_gang(const Job& job, RegionSnapshot* region, CycleReport& rep) {
+bool Scheduler::start_gang(const Job& job, size_t window, RegionSnapshot* region, CycleReport& rep) {
   const int64_t now = clock_.now_ms();
-  Executor* ex = executor_for(job.placement->region);
+  const WindowPlace at = window_place(job, window);
+  Executor* ex = executor_for(at.region);
   const JobState from = job.state();
+  // A change: the gang launches somewhere else, or at another width, than
+  // the gang before it (an elastic or migratable job's next window).
+  const bool launched_before = !job.gang.region.empty();
+  const WindowPlace before{gang_region(job), gang_nodes(job)};
+  const bool change = launched_before && !(before == at);
+  const PlannedChange* planned = change ? planned_change(job, window) : nullptr;
   std::string reason = from == JobState::kScheduled   ? "WindowOpened"
-                       : from == JobState::kSuspended ? "Resumed"
+                       : from == JobState::kSuspended ? (!change                         ? "Resumed"
+                                                         : before.region != at.region ? "Migrated"
+                                                                                      : "Resized")
                                                       : "Restarting";
+  std::string message = "launching " + std::to_string(at.nodes * job.spec().procs_per_node) + " ranks in " +
+                        at.region;
+  if (change) {
+    message += " from the newest checkpoint: " + change_words(before, at);
+    if (planned)
+      message += "; expected to avoid " + grams_str(planned->saved_grams) + " (" + planned->why + ")";
+  }
   auto started = registry_.update(job.id(), kAllTenants, [&](Job& j) {
     if (j.state() != from) return false;
-    return j.transition(JobState::kStarting, reason,
-                        "launching " + std::to_string(j.spec().nodes * j.spec().procs_per_node) +
-                            " ranks in " + j.placement->region,
-                        now);
+    j.gang = {at.region, at.nodes, int(window)};
+    return j.transition(JobState::kStarting, reason, message, now);
   });
   if (!started || started->state() != JobState::kStarting) return false;
-  if (from != JobState::kRecovering) region->free_nodes -= job.spec().nodes;
+  if (change && metrics_) {
+    metrics_->resized(before.nodes, at.nodes);
+    metrics_->migrated(before.region, at.region);
+    if (planned) metrics_->change_avoided_grams(planned->saved_grams);
+  }
   // A job leaves SCHEDULED for STARTING once in its life (a requeued job
   // goes back to PENDING, a restart starts from RECOVERING): the CO2 it
   // avoids is counted here, once per job.
@@ -604,7 +722,8 @@ bool Scheduler::start_gang(const Job& job, RegionSnapshot* region, CycleReport& 
   GangSpec g;
   g.job_id = job.id();
   g.spec = job.spec();
-  g.region = job.placement->region;
+  g.region = at.region;
+  g.nodes = at.nodes;
   g.attempt = job.recovery_count;
   g.status_url = opt_.status_url_base + "/v1/jobs/" + job.id() + "/status";
   g.status_token = job.worker_token;
@@ -612,10 +731,10 @@ bool Scheduler::start_gang(const Job& job, RegionSnapshot* region, CycleReport& 
   // The intensity in force, served by this controller (GET
   // /v1/regions/{name}/intensity): the worker integrates it per interval.
   if (!opt_.status_url_base.empty())
-    g.intensity_url = opt_.status_url_base + "/v1/regions/" + job.placement->region + "/intensity";
+    g.intensity_url = opt_.status_url_base + "/v1/regions/" + at.region + "/intensity";
   g.pue = region->pue;
   try {
-    if (!ex) throw std::runtime_error("no executor for region " + job.placement->region);
+    if (!ex) throw std::runtime_error("no executor for region " + at.region);
     GangStatus st = ex->start(g);
     rep.started++;
     auto after = registry_.update(job.id(), kAllTenants, [&](Job& j) {
@@ -650,27 +769,45 @@ bool Scheduler::start_gang(const Job& job, RegionSnapshot* region, CycleReport& 
 void Scheduler::admit(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions,
                       CycleReport& rep) {
   const int64_t now = clock_.now_ms();
-  auto region_of = [&](const Job& j) -> RegionSnapshot* {
+  auto snapshot = [&](const std::string& name) -> RegionSnapshot* {
     for (auto& r : regions)
-      if (j.placement && r.name == j.placement->region) return &r;
+      if (r.name == name) return &r;
     return nullptr;
   };
   std::unordered_map<std::string, Fn> requeue;
   // Recovering and suspended jobs first: they already hold a place in line.
   for (int pass = 0; pass < 2; ++pass) {
     for (const Job& j : jobs) {
-      bool due = false;
-      if (pass == 0 && j.state() == JobState::kRecovering) due = j.next_attempt_ms <= now;
-      if (pass == 0 && j.state() == JobState::kSuspended && j.placement)
-        for (auto [a, b] : j.placement->windows) due = due || (a <= now && now < b);
-      if (pass == 1 && j.state() == JobState::kScheduled && j.placement)
-        due = j.placement->start_ms <= now;
-      if (!due) continue;
-      RegionSnapshot* r = region_of(j);
+      if (!j.placement || j.placement->windows.empty()) continue;
+      const auto& w = j.placement->windows;
+      // Which window to launch, if any is due.
+      std::optional<size_t> window;
+      if (pass == 0 && j.state() == JobState::kRecovering && j.next_attempt_ms <= now) {
+        // The window open now (a failed gang's window may have ended), else
+        // the gang's own.
+        window = gang_window(j, now);
+        for (size_t i = *window; i < w.size(); ++i)
+          if (w[i].first <= now && now < w[i].second) window = i;
+      }
+      if (pass == 0 && j.state() == JobState::kSuspended) {
+        // The next window once it opens; when every window is over (its
+        // gang took longer than planned), the last one, now.
+        const size_t k = j.gang.window < 0 ? 0 : size_t(j.gang.window) + 1;
+        for (size_t i = k; i < w.size() && !window; ++i)
+          if (w[i].first <= now && now < w[i].second) window = i;
+        if (!window && now >= w.back().second) window = w.size() - 1;
+      }
+      if (pass == 1 && j.state() == JobState::kScheduled && j.placement->start_ms <= now) window = 0;
+      if (!window) continue;
+      const WindowPlace at = window_place(j, *window);
+      RegionSnapshot* r = snapshot(at.region);
       if (!r) continue;
-      // A RECOVERING gang keeps its nodes (it is active): no capacity check.
-      const bool holds_nodes = j.state() == JobState::kRecovering;
-      if (!holds_nodes && r->free_nodes < j.spec().nodes) {
+      // A RECOVERING gang keeps its nodes (it is active): they count as free
+      // for its own restart there.
+      const bool holds = j.state() == JobState::kRecovering;
+      RegionSnapshot* held = holds ? snapshot(gang_region(j)) : nullptr;
+      const int free = r->free_nodes + (held == r ? gang_nodes(j) : 0);
+      if (free < at.nodes) {
         if (j.state() == JobState::kScheduled) {
           rep.requeued++;
           requeue[j.id()] = [now](Job& job) {
@@ -680,7 +817,9 @@ void Scheduler::admit(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         }
         continue;
       }
-      start_gang(j, r, rep);
+      if (!start_gang(j, *window, r, rep)) continue;
+      if (held) held->free_nodes += gang_nodes(j);
+      r->free_nodes -= at.nodes;
     }
   }
   apply(registry_, requeue);
@@ -704,7 +843,7 @@ void Scheduler::drain() {
 
 void Scheduler::on_cancelled(const Job& job) {
   if (!job.placement) return;
-  Executor* ex = executor_for(job.placement->region);
+  Executor* ex = executor_for(gang_region(job));
   if (!ex) return;
   ex->stop(job.id(), opt_.stop_grace);
   std::lock_guard<std::mutex> l(mu_);

@@ -125,7 +125,10 @@ class Scheduler {
   void drain();
   void learn_load(int64_t now_ms);
   int horizon_h() const;
-  bool start_gang(const Job& job, RegionSnapshot* region, CycleReport& rep);
+  // Launches window `window` of the job's placement (its region and width,
+  // window_place) in `region` (that window's snapshot); records a change of
+  // region or width against the gang before (condition, metrics).
+  bool start_gang(const Job& job, size_t window, RegionSnapshot* region, CycleReport& rep);
   int64_t backoff_ms(int recovery_count) const;
 
   Registry& registry_;

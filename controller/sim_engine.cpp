@@ -73,7 +73,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
   Store store(options.store_path);
   Registry registry(store, clock);
   registry.load();
-  SimExecutor executor(clock, SimExecutorOptions{double(trace.front().resume_overhead.count())});
+  SimExecutor executor(clock, SimExecutorOptions{double(trace.front().resume_overhead.count()), config.placement.elastic});
   std::map<std::string, Executor*> executors;
   for (const auto& r : regions) executors[r.name] = &executor;
 
@@ -130,6 +130,22 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
       s.max_restarts = 0;
       s.duration_s = double(cj.duration.count());
       s.power_watts = home.hardware.power_w(per, cj.utilization);
+      if (cj.elastic()) {
+        // Widths in nodes (whole servers), as for gpus.
+        auto nodes_of = [&](int gpus, const char* what) {
+          if (gpus % per != 0)
+            throw std::runtime_error("service simulation: job " + cj.id + ": " + what + " " + std::to_string(gpus) +
+                                     " GPUs are not whole servers of " + std::to_string(per));
+          return gpus / per;
+        };
+        s.min_nodes = nodes_of(cj.min_width(), "min width");
+        s.max_nodes = nodes_of(cj.max_width(), "max width");
+        s.migratable = cj.migratable;
+        for (const auto& p : cj.scaling) s.scaling.push_back({nodes_of(p.gpus, "scaling point"), p.speed});
+        // The same checkpoint (and so the same transfer time) as the library
+        // plans with: its default is per GPU, the service's would be per node.
+        s.checkpoint_gb = carbon::checkpoint_gb(cj, config.placement.elastic);
+      }
       clock.set_ms(std::max(clock.now_ms(), ms_of(cj.submit)));
       ids[order[next]] = registry.submit("sim", std::move(s), "").job.id();
     }
@@ -153,7 +169,13 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
     carbon::JobOutcome& o = out[i];
     o.job_id = trace[i].id;
     o.region = job->placement->region;
-    for (auto [a, b] : executor.runs(ids[i])) o.windows.push_back({time_of(a), time_of(b)});
+    // An elastic or migratable job's windows carry their region and width
+    // (GPUs); the others' are the decision's region at the job's GPUs.
+    const int per = std::max(1, by_zone.at(trace[i].home_region)->hardware.resources_per_server);
+    for (const SimRun& r : executor.runs(ids[i])) {
+      if (trace[i].elastic()) o.windows.push_back({time_of(r.start_ms), time_of(r.end_ms), r.region, r.nodes * per});
+      else o.windows.push_back({time_of(r.start_ms), time_of(r.end_ms)});
+    }
     o.expected_grams = job->placement->expected_grams;
     o.fallback = job->placement->policy != carbon::policy_name(options.policy);
   }

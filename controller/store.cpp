@@ -2,6 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <cmath>
+#include <map>
+
 namespace controller {
 namespace {
 
@@ -41,6 +44,18 @@ const char* const kMigrations[] = {
     "  hour_ms INTEGER PRIMARY KEY,"
     "  busy_nodes REAL NOT NULL,"
     "  capacity_nodes REAL NOT NULL);",
+    // 5: elastic and migratable jobs, declared and measured scaling curves
+    "ALTER TABLE jobs ADD COLUMN min_nodes INTEGER CHECK (min_nodes IS NULL OR min_nodes >= 1);"
+    "ALTER TABLE jobs ADD COLUMN max_nodes INTEGER CHECK (max_nodes IS NULL OR max_nodes >= 1);"
+    "ALTER TABLE jobs ADD COLUMN migratable INTEGER NOT NULL DEFAULT 0 CHECK (migratable IN (0, 1));"
+    "CREATE TABLE job_scaling ("
+    "  job_id TEXT NOT NULL,"
+    "  source TEXT NOT NULL CHECK (source IN ('declared', 'measured')),"
+    "  nodes INTEGER NOT NULL CHECK (nodes >= 1),"
+    "  tokens_per_second REAL NOT NULL CHECK (tokens_per_second > 0),"
+    "  samples INTEGER NOT NULL DEFAULT 1,"
+    "  updated_ms INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (job_id, source, nodes));",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
@@ -151,9 +166,14 @@ void Store::write(const std::vector<const Job*>& jobs, const std::vector<std::st
                   const std::vector<DecisionRecord>& decisions) {
   Batch b;
   b.rows.reserve(jobs.size());
-  for (const Job* j : jobs)
-    b.rows.push_back({j->id(), j->tenant(), std::string(to_string(j->state())),
-                      j->idempotency_key, j->to_document().dump(), j->seq, reservations_of(*j)});
+  for (const Job* j : jobs) {
+    // The elastic fields go to their columns and rows, not the document.
+    nlohmann::json doc = j->to_document();
+    for (const char* k : {"elastic", "migratable", "scaling"}) doc["spec"].erase(k);
+    const JobSpec& s = j->spec();
+    b.rows.push_back({j->id(), j->tenant(), std::string(to_string(j->state())), j->idempotency_key, doc.dump(),
+                      j->seq, reservations_of(*j), s.min_nodes, s.max_nodes, s.migratable, s.scaling});
+  }
   b.deletes = deleted_ids;
   b.decisions = decisions;
   submit(b);
@@ -163,6 +183,25 @@ void Store::record_load(const LoadSample& sample) {
   Batch b;
   b.loads.push_back(sample);
   submit(b);
+}
+
+void Store::record_throughput(const std::string& job_id, int nodes, double tps, int64_t now_ms) {
+  if (nodes < 1 || !(std::isfinite(tps) && tps > 0)) return;
+  Batch b;
+  b.throughputs.push_back({job_id, nodes, tps, now_ms});
+  submit(b);
+}
+
+std::vector<MeasuredScaling> Store::measured_scaling(const std::string& job_id) {
+  std::lock_guard<std::mutex> dl(db_mu_);
+  Stmt st(db_,
+          "SELECT nodes, tokens_per_second, samples, updated_ms FROM job_scaling "
+          "WHERE job_id=? AND source='measured' ORDER BY nodes;");
+  st.text(1, job_id);
+  return read_rows<MeasuredScaling>(db_, st, [](Stmt& r) {
+    return MeasuredScaling{sqlite3_column_int(r.s, 0), sqlite3_column_double(r.s, 1), sqlite3_column_int64(r.s, 2),
+                           sqlite3_column_int64(r.s, 3)};
+  });
 }
 
 void Store::submit(Batch& b) {
@@ -194,8 +233,12 @@ void Store::commit(std::vector<Batch*>& batches) {
   std::lock_guard<std::mutex> dl(db_mu_);
   auto apply = [&](Batch* b) {
     Stmt up(db_,
-            "INSERT INTO jobs(id, seq, tenant, state, idem_key, doc) VALUES(?,?,?,?,?,?) "
+            "INSERT INTO jobs(id, seq, tenant, state, idem_key, doc, min_nodes, max_nodes, migratable) "
+            "VALUES(?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT(id) DO UPDATE SET state=excluded.state, doc=excluded.doc;");
+    Stmt insc(db_,
+              "INSERT OR IGNORE INTO job_scaling(job_id, source, nodes, tokens_per_second) "
+              "VALUES(?, 'declared', ?, ?);");
     Stmt delr(db_, "DELETE FROM reservations WHERE job_id=?;");
     Stmt insr(db_, "INSERT INTO reservations(job_id, region, start_ms, end_ms, nodes) VALUES(?,?,?,?,?);");
     for (const Row& r : b->rows) {
@@ -205,7 +248,18 @@ void Store::commit(std::vector<Batch*>& batches) {
       up.text(4, r.state);
       up.text_or_null(5, r.idem_key);
       up.text(6, r.doc);
+      if (r.min_nodes > 0) up.i64(7, r.min_nodes);
+      if (r.max_nodes > 0) up.i64(8, r.max_nodes);
+      up.i64(9, r.migratable ? 1 : 0);
       up.run(db_);
+      // The spec never changes after submission: its declared curve is
+      // written once (a later write of the job ignores it).
+      for (const auto& p : r.scaling) {
+        insc.text(1, r.id);
+        insc.i64(2, p.nodes);
+        insc.f64(3, p.tokens_per_second);
+        insc.run(db_);
+      }
       delr.text(1, r.id);
       delr.run(db_);
       for (const Reservation& v : r.reservations) {
@@ -220,11 +274,14 @@ void Store::commit(std::vector<Batch*>& batches) {
     if (!b->deletes.empty()) {
       Stmt del(db_, "DELETE FROM jobs WHERE id=?;");
       Stmt deld(db_, "DELETE FROM decisions WHERE job_id=?;");
+      Stmt dels(db_, "DELETE FROM job_scaling WHERE job_id=?;");
       for (const auto& id : b->deletes) {
         del.text(1, id);
         del.run(db_);
         deld.text(1, id);
         deld.run(db_);
+        dels.text(1, id);
+        dels.run(db_);
         delr.text(1, id);
         delr.run(db_);
       }
@@ -239,6 +296,22 @@ void Store::commit(std::vector<Batch*>& batches) {
         ld.f64(2, x.busy_nodes);
         ld.f64(3, x.capacity_nodes);
         ld.run(db_);
+      }
+    }
+    if (!b->throughputs.empty()) {
+      // A running mean per (job, width).
+      Stmt tp(db_,
+              "INSERT INTO job_scaling(job_id, source, nodes, tokens_per_second, samples, updated_ms) "
+              "VALUES(?, 'measured', ?, ?, 1, ?) "
+              "ON CONFLICT(job_id, source, nodes) DO UPDATE SET "
+              "tokens_per_second=(tokens_per_second*samples + excluded.tokens_per_second)/(samples + 1), "
+              "samples=samples + 1, updated_ms=excluded.updated_ms;");
+      for (const auto& t : b->throughputs) {
+        tp.text(1, t.job_id);
+        tp.i64(2, t.nodes);
+        tp.f64(3, t.tokens_per_second);
+        tp.i64(4, t.time_ms);
+        tp.run(db_);
       }
     }
     if (!b->decisions.empty()) {
@@ -280,13 +353,34 @@ void Store::commit(std::vector<Batch*>& batches) {
 
 std::vector<Job> Store::load_all() {
   std::lock_guard<std::mutex> dl(db_mu_);
-  Stmt st(db_, "SELECT id, doc, seq FROM jobs ORDER BY seq;");
+  // Declared curves of every job, then the jobs with their columns.
+  std::map<std::string, nlohmann::json> curves;
+  {
+    Stmt sc(db_,
+            "SELECT job_id, nodes, tokens_per_second FROM job_scaling WHERE source='declared' "
+            "ORDER BY job_id, nodes;");
+    int rc;
+    while ((rc = sqlite3_step(sc.s)) == SQLITE_ROW)
+      curves[sc.col_text(0)].push_back(
+          {{"nodes", sqlite3_column_int(sc.s, 1)}, {"tokens_per_second", sqlite3_column_double(sc.s, 2)}});
+    if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db_));
+  }
+  Stmt st(db_, "SELECT id, doc, seq, min_nodes, max_nodes, migratable FROM jobs ORDER BY seq;");
   std::vector<Job> out;
   int rc;
   while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
     std::string id = st.col_text(0);
     try {
       auto doc = nlohmann::json::parse(st.col_text(1));
+      nlohmann::json& spec = doc.at("spec");
+      if (sqlite3_column_type(st.s, 3) != SQLITE_NULL || sqlite3_column_type(st.s, 4) != SQLITE_NULL) {
+        const int n = spec.value("nodes", 1);
+        spec["elastic"] = {
+            {"min_nodes", sqlite3_column_type(st.s, 3) == SQLITE_NULL ? n : sqlite3_column_int(st.s, 3)},
+            {"max_nodes", sqlite3_column_type(st.s, 4) == SQLITE_NULL ? n : sqlite3_column_int(st.s, 4)}};
+      }
+      if (sqlite3_column_int(st.s, 5)) spec["migratable"] = true;
+      if (auto c = curves.find(id); c != curves.end()) spec["scaling"] = c->second;
       Job j = Job::from_document(doc);
       j.seq = sqlite3_column_int64(st.s, 2);
       out.push_back(std::move(j));

@@ -18,7 +18,13 @@
 //     their own, replaced in the same transaction whenever the job is
 //     written, so they are exactly as durable as its state (schema 4);
 //   - the realized load per hour (LoadSample) is a table too: capacity
-//     pricing learns from it, also across controller restarts (schema 4).
+//     pricing learns from it, also across controller restarts (schema 4);
+//   - a job's elastic fields are typed columns, not keys of its document:
+//     jobs.min_nodes / jobs.max_nodes (NULL: not elastic), jobs.migratable,
+//     and its declared scaling curve rows of job_scaling (source
+//     'declared'); job_scaling also holds the measured curve (source
+//     'measured': the mean tokens/s its running gangs pushed at each width).
+//     Rows written before schema 5 read as not elastic (schema 5).
 #pragma once
 
 #include <condition_variable>
@@ -59,9 +65,18 @@ struct LoadSample {
   double busy_nodes = 0, capacity_nodes = 0;
 };
 
+// The measured throughput of one job at one width: the mean of the
+// tokens_per_s its running gangs of that width pushed.
+struct MeasuredScaling {
+  int nodes = 0;
+  double tokens_per_second = 0;
+  int64_t samples = 0;
+  int64_t updated_ms = 0;
+};
+
 class Store {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens or creates the database and migrates it. Throws StoreError.
   explicit Store(const std::string& path);
@@ -79,6 +94,12 @@ class Store {
   void write_one(const Job& job) { write({&job}); }
   // Upserts the load of an hour (durable on return).
   void record_load(const LoadSample& sample);
+  // Adds one throughput sample of `job_id` at width `nodes` to its measured
+  // curve (durable on return). Ignored unless tokens_per_second > 0 and
+  // finite and nodes >= 1.
+  void record_throughput(const std::string& job_id, int nodes, double tokens_per_second, int64_t now_ms);
+  // The measured curve of a job, by width (empty when none).
+  std::vector<MeasuredScaling> measured_scaling(const std::string& job_id);
 
   // Every stored reservation, by job id then start.
   std::vector<Reservation> load_reservations();
@@ -101,10 +122,20 @@ class Store {
     std::string id, tenant, state, idem_key, doc;
     int64_t seq;
     std::vector<Reservation> reservations;
+    int min_nodes = 0, max_nodes = 0;  // 0: NULL
+    bool migratable = false;
+    std::vector<ScalingPointSpec> scaling;
+  };
+  struct Throughput {
+    std::string job_id;
+    int nodes = 0;
+    double tokens_per_second = 0;
+    int64_t time_ms = 0;
   };
   struct Batch {
     std::vector<Row> rows;
     std::vector<LoadSample> loads;
+    std::vector<Throughput> throughputs;
     std::vector<std::string> deletes;
     std::vector<DecisionRecord> decisions;
     bool done = false;

@@ -66,13 +66,16 @@ std::vector<Job> parse_trace_csv(const std::string& text, const std::string& nam
   auto lines = detail::split_lines(text);
   std::vector<std::string> header, f;
   if (lines.empty() || !detail::split_csv_line(lines[0], header)) throw InputError(name, 1, 0, "missing header line");
-  const char* cols[] = {"id", "submit", "duration_h", "gpus", "deadline", "home_region", "interruptible", "allowed_regions"};
-  int idx[8];
-  for (int c = 0; c < 8; ++c) {
+  const char* cols[] = {"id",           "submit",          "duration_h", "gpus",     "deadline",
+                        "home_region",  "interruptible",   "allowed_regions",
+                        "min_gpus",     "max_gpus",        "migratable"};
+  constexpr int kCols = 11, kRequired = 7;   // the rest are optional
+  int idx[kCols];
+  for (int c = 0; c < kCols; ++c) {
     idx[c] = -1;
     for (size_t i = 0; i < header.size(); ++i)
       if (detail::trim(header[i]) == cols[c]) idx[c] = static_cast<int>(i);
-    if (idx[c] < 0 && c != 7) throw InputError(name, 1, 0, std::string("missing column '") + cols[c] + "'");
+    if (idx[c] < 0 && c < kRequired) throw InputError(name, 1, 0, std::string("missing column '") + cols[c] + "'");
   }
   std::vector<Job> jobs;
   std::set<std::string> ids;
@@ -114,6 +117,23 @@ std::vector<Job> parse_trace_csv(const std::string& text, const std::string& nam
         p = q + 1;
       }
     }
+    auto width = [&](int c, int* out) {
+      if (idx[c] < 0 || col(c).empty()) return;
+      double v;
+      if (!detail::parse_double(col(c), &v) || v < 1 || v != std::floor(v))
+        throw err(c, std::string(cols[c]) + " must be an integer >= 1, got '" + col(c) + "'");
+      *out = static_cast<int>(v);
+    };
+    width(8, &j.min_gpus);
+    width(9, &j.max_gpus);
+    if (j.min_width() > j.gpus) throw err(8, "min_gpus " + std::to_string(j.min_gpus) + " is above gpus " + std::to_string(j.gpus));
+    if (j.max_width() < j.gpus) throw err(9, "max_gpus " + std::to_string(j.max_gpus) + " is below gpus " + std::to_string(j.gpus));
+    if (idx[10] >= 0 && !col(10).empty()) {
+      std::string m = col(10);
+      if (m == "true" || m == "1") j.migratable = true;
+      else if (m == "false" || m == "0") j.migratable = false;
+      else throw err(10, "migratable must be true or false, got '" + m + "'");
+    }
     jobs.push_back(std::move(j));
   }
   return jobs;
@@ -124,7 +144,10 @@ std::vector<Job> read_trace_csv(const std::filesystem::path& file) {
 }
 
 void write_trace_csv(const std::filesystem::path& file, const std::vector<Job>& jobs) {
-  std::string out = "id,submit,duration_h,gpus,deadline,home_region,interruptible,allowed_regions\n";
+  bool elastic = false;
+  for (const auto& j : jobs) elastic = elastic || j.elastic();
+  std::string out = std::string("id,submit,duration_h,gpus,deadline,home_region,interruptible,allowed_regions") +
+                    (elastic ? ",min_gpus,max_gpus,migratable" : "") + "\n";
   char buf[64];
   for (const auto& j : jobs) {
     std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(j.duration.count()) / 3600.0);
@@ -132,7 +155,11 @@ void write_trace_csv(const std::filesystem::path& file, const std::vector<Job>& 
     for (const auto& r : j.allowed_regions) allowed += (allowed.empty() ? "" : ";") + r;
     out += j.id + "," + format_time(j.submit) + "," + buf + "," + std::to_string(j.gpus) + "," +
            (j.deadline == Time::max() ? std::string() : format_time(j.deadline)) + "," + j.home_region + "," +
-           (j.interruptible ? "true" : "false") + "," + allowed + "\n";
+           (j.interruptible ? "true" : "false") + "," + allowed;
+    if (elastic)
+      out += "," + std::to_string(j.min_width()) + "," + std::to_string(j.max_width()) + "," +
+             (j.migratable ? "true" : "false");
+    out += "\n";
   }
   FILE* fp = std::fopen(file.c_str(), "wb");
   if (!fp) throw InputError(file.string(), 0, 0, "cannot write");

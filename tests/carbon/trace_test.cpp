@@ -81,7 +81,30 @@ TEST(Trace, CsvRoundTrip) {
   EXPECT_EQ(back[5].interruptible, jobs[5].interruptible);
 }
 
+TEST(Trace, ElasticColumnsRoundTripAndStayOutOfPlainTraces) {
+  gstest::TempDir dir;
+  auto jobs = generate_trace(options());
+  write_trace_csv(dir.file("plain.csv"), jobs);
+  std::ifstream plain(dir.file("plain.csv"));
+  std::string header;
+  std::getline(plain, header);
+  EXPECT_EQ(header, "id,submit,duration_h,gpus,deadline,home_region,interruptible,allowed_regions");
+  jobs[2].min_gpus = 1;
+  jobs[2].max_gpus = jobs[2].gpus * 2;
+  jobs[3].migratable = true;
+  write_trace_csv(dir.file("t.csv"), jobs);
+  auto back = read_trace_csv(dir.file("t.csv"));
+  ASSERT_EQ(back.size(), jobs.size());
+  EXPECT_EQ(back[2].min_gpus, 1);
+  EXPECT_EQ(back[2].max_gpus, jobs[2].gpus * 2);
+  EXPECT_FALSE(back[2].migratable);
+  EXPECT_TRUE(back[3].migratable);
+  EXPECT_EQ(back[3].min_width(), jobs[3].gpus);
+  EXPECT_FALSE(back[4].elastic());
+}
+
 TEST(Trace, BadCsvNamesLineAndColumn) {
+  const std::string e = "id,submit,duration_h,gpus,deadline,home_region,interruptible,allowed_regions,min_gpus,max_gpus,migratable\n";
   const std::string h = "id,submit,duration_h,gpus,deadline,home_region,interruptible\n";
   struct Case {
     std::string text, where, what;
@@ -93,6 +116,10 @@ TEST(Trace, BadCsvNamesLineAndColumn) {
       {h + "a,2023-01-02T10:00Z,5,2.5,2023-01-04T09:00Z,GB,true\n", "t.csv:2:4:", "gpus"},
       {h + "a,2023-01-02T10:00Z,5,8,2023-01-01T09:00Z,GB,true\n", "t.csv:2:5:", "not after submit"},
       {h + "a,2023-01-02T10:00Z,5,8,,GB,true\na,2023-01-02T10:00Z,5,8,,GB,true\n", "t.csv:3:1:", "duplicate id"},
+      {e + "a,2023-01-02T10:00Z,5,8,,GB,true,,12,16,false\n", "t.csv:2:9:", "min_gpus 12 is above gpus 8"},
+      {e + "a,2023-01-02T10:00Z,5,8,,GB,true,,4,6,false\n", "t.csv:2:10:", "max_gpus 6 is below gpus 8"},
+      {e + "a,2023-01-02T10:00Z,5,8,,GB,true,,0.5,16,false\n", "t.csv:2:9:", "min_gpus must be an integer >= 1"},
+      {e + "a,2023-01-02T10:00Z,5,8,,GB,true,,4,16,often\n", "t.csv:2:11:", "migratable must be true or false"},
   };
   for (const auto& c : cases) {
     try {

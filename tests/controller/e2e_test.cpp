@@ -2,7 +2,8 @@
 // a 2-rank job through greenshard-controller's local executor runs to
 // SUCCEEDED with emissions reported; a SIGKILLed rank makes the gang
 // RECOVERING, it resumes from its newest checkpoint and succeeds; a cancel
-// leaves no worker process behind.
+// leaves no worker process behind; an elastic, migratable job shrinks,
+// moves and grows across the windows the real planner gives it (below).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "common/spawn.h"
+#include "fixture.h"
 #include "process.h"
 
 using json = nlohmann::json;
@@ -190,4 +192,206 @@ TEST_F(E2E, CancelLeavesNoWorkerProcess) {
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(gone) << logs(id);
+}
+
+// ---------------------------------------------------------------------------
+// An elastic, migratable job through the real carbon planner and the real
+// worker: two local regions with scripted hourly intensity, the controller
+// in process on a ManualClock (carbon windows are hours: the test moves the
+// clock to each window boundary once the gang has trained some steps), the
+// local executor running greenshard-worker on Gloo over loopback.
+//
+// The script (UTC hours; the clock starts at 00:00):
+//   A: 50 g/kWh in hours 0-1, 160 in hours 2-3, 600 after
+//   B: 600, but 60 in hours 4-5
+// The job: 2 nodes nominal (elastic 1..2), migratable, a concave declared
+// curve (1 node: 750 tokens/s, 2 nodes: 1000), 5 h of work at 2 nodes, 4 h
+// of slack. The cheapest plan (CarbonScaler's marginal rule over 2 h blocks,
+// docs/elastic.md) is
+//   [00:00, 02:00) A on 2 nodes   (clean: both increments pay)
+//   [02:00, 04:00) A on 1 node    (160 g/kWh: only the efficient first node)
+//   [04:00, ~05:30) B on 2 nodes  (B's clean hours: a move and a resize)
+// i.e. 2 ranks -> 1 rank -> moves region -> 2 ranks.
+namespace {
+
+struct LogSegment {
+  int world = 0;
+  std::vector<std::pair<int64_t, double>> steps;  // (step, loss)
+};
+
+// Rank 0's log, one segment per launch (the local executor's banner).
+std::vector<LogSegment> segments_of(const std::string& log) {
+  std::vector<LogSegment> out;
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto b = line.find("=== greenshard: attempt ");
+    if (b != std::string::npos) {
+      LogSegment s;
+      auto slash = line.find('/', b);
+      if (slash != std::string::npos) s.world = std::atoi(line.c_str() + slash + 1);
+      out.push_back(s);
+      continue;
+    }
+    if (line.empty() || line[0] != '{' || out.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("step") || !j["step"].is_number_integer() || !j.contains("loss") ||
+        !j["loss"].is_number())
+      continue;
+    out.back().steps.push_back({j["step"].get<int64_t>(), j["loss"].get<double>()});
+  }
+  return out;
+}
+
+std::string hourly(std::map<int, double> v, double rest) {
+  std::string s = "[";
+  for (int h = 0; h < 24; ++h) s += (h ? ", " : "") + std::to_string(v.count(h) ? v[h] : rest);
+  return s + "]";
+}
+
+}  // namespace
+
+TEST(E2EElastic, AJobShrinksMovesAndGrowsAcrossItsWindowsWithoutLosingAStep) {
+  gstest::TempDir data;
+  {
+    std::ofstream text(data.file("corpus.txt"));
+    for (int i = 0; i < 400; ++i)
+      text << "the quick brown fox " << i << " jumps over the lazy dog while green shards train quietly.\n";
+  }
+  auto prep = gstest::run_process({WORKER_BIN, "prepare", "--input", data.file("corpus.txt"), "--out", data.file("tok")},
+                                  {}, std::chrono::seconds(120));
+  ASSERT_EQ(prep.exit_code, 0) << prep.output;
+
+  ctltest::Options o;
+  o.worker_script = std::string("#!/bin/sh\nexec '") + WORKER_BIN + "' \"$@\"\n";
+  o.regions_yaml = "regions:\n  - {name: A, nodes: 2, hourly: " + hourly({{0, 50}, {1, 50}, {2, 160}, {3, 160}}, 600) +
+                   "}\n  - {name: B, nodes: 2, hourly: " + hourly({{4, 60}, {5, 60}}, 600) + "}\n";
+  o.grace_ms = 60000;
+  ctltest::Controller c(o);  // the clock stands at 2025-12-02T00:00:00Z
+  constexpr int kSteps = 2000;  // the last window runs most of them: the test reacts long before
+  json spec = {
+      {"name", "e2e-elastic"},
+      {"worker",
+       {{"model", {{"layers", 2}, {"heads", 2}, {"embd", 32}, {"context", 32}, {"vocab", 256}}},
+        {"data", {{"train", data.file("tok/train.bin")}, {"val", data.file("tok/val.bin")}}},
+        {"schedule", {{"steps", kSteps}, {"batch_size", 4}, {"eval_interval", 0}}},
+        {"checkpoint", {{"interval", 10}, {"keep_last", 2}}},
+        {"log", {{"format", "json"}, {"every", 1}}},
+        {"status", {{"interval_s", 0.2}}}}},
+      {"regions", {"A", "B"}},
+      {"home_region", "A"},
+      {"nodes", 2},
+      {"procs_per_node", 1},
+      {"max_restarts", 0},
+      {"elastic", {{"min_nodes", 1}, {"max_nodes", 2}}},
+      {"migratable", true},
+      {"scaling", {{{"nodes", 1}, {"tokens_per_second", 750}}, {{"nodes", 2}, {"tokens_per_second", 1000}}}},
+      {"estimate", {{"duration_s", 5 * 3600}, {"checkpoint_gb", 0.001}}},
+      {"max_delay_s", 4 * 3600}};
+  auto cli = c.client(ctltest::kUserA);
+  auto r = cli.Post("/v1/jobs", spec.dump(), "application/json");
+  ASSERT_TRUE(r && r->status == 201) << (r ? r->body : "no reply");
+  const std::string id = json::parse(r->body).at("id");
+  c.sched->cycle();  // at 00:00 exactly: placed, and the first window opens
+
+  // The plan is the real planner's.
+  const controller::Job placed = *c.registry->get(id);
+  ASSERT_TRUE(placed.placement) << placed.conditions().back().message;
+  const auto& pl = *placed.placement;
+  std::string plan_text = pl.explanation;
+  for (size_t i = 0; i < pl.windows.size(); ++i) {
+    auto at = controller::window_place(placed, i);
+    plan_text += "\n  " + controller::format_rfc3339(pl.windows[i].first) + " .. " +
+                 controller::format_rfc3339(pl.windows[i].second) + " " + at.region + " x" + std::to_string(at.nodes);
+  }
+  const int64_t h = 3600 * 1000, t0 = c.clock.now_ms();
+  std::printf("the planner's plan: %s\n", plan_text.c_str());
+  ASSERT_EQ(pl.windows.size(), 3u) << plan_text;
+  EXPECT_EQ(controller::window_place(placed, 0), (controller::WindowPlace{"A", 2})) << plan_text;
+  EXPECT_EQ(controller::window_place(placed, 1), (controller::WindowPlace{"A", 1})) << plan_text;
+  EXPECT_EQ(controller::window_place(placed, 2), (controller::WindowPlace{"B", 2})) << plan_text;
+  EXPECT_EQ(pl.windows[0].first, t0) << plan_text;
+  EXPECT_EQ(pl.windows[1].first, t0 + 2 * h) << plan_text;
+  EXPECT_EQ(pl.windows[2].first, t0 + 4 * h) << plan_text;
+  ASSERT_EQ(pl.changes.size(), 2u) << plan_text;
+
+  // Through the windows: once the gang has trained 30 steps in its window,
+  // the clock moves to the next window's start; the scheduler checkpoints
+  // and stops the gang, and starts the next one with its width and region.
+  auto job = [&] { return *c.registry->get(id); };
+  int64_t window_from = 0;
+  for (size_t k = 0; k + 1 < pl.windows.size(); ++k) {
+    ASSERT_TRUE(c.cycle_until(
+        [&] {
+          const auto j = job();
+          return controller::is_terminal(j.state()) ||
+                 (j.state() == controller::JobState::kRunning && j.gang.window == int(k) &&
+                  j.progress.state == "running" && j.progress.step >= window_from + 30);
+        },
+        30000))
+        << "window " << k << ": " << job().to_document().dump(1);
+    ASSERT_EQ(job().state(), controller::JobState::kRunning) << "finished too early: " << job().to_document().dump(1);
+    c.clock.set_ms(pl.windows[k + 1].first);
+    ASSERT_TRUE(c.cycle_until(
+        [&] {
+          const auto j = job();
+          return controller::is_terminal(j.state()) ||
+                 (j.state() == controller::JobState::kRunning && j.gang.window == int(k) + 1);
+        },
+        30000))
+        << "window " << k + 1 << ": " << job().to_document().dump(1);
+    ASSERT_EQ(job().state(), controller::JobState::kRunning) << job().to_document().dump(1);
+    window_from = job().progress.step;
+  }
+  ASSERT_TRUE(c.cycle_until([&] { return controller::is_terminal(job().state()); }, 60000));
+  const controller::Job done = job();
+  std::string rank0;
+  {
+    std::ifstream in(c.dir.file("jobs/" + id + "/logs/rank-0.log"));
+    rank0.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_EQ(done.state(), controller::JobState::kSucceeded) << done.to_document().dump(1) << rank0;
+  EXPECT_EQ(done.recovery_count, 0);
+  EXPECT_EQ(done.progress.step, kSteps);
+
+  // The history: a resize, then a move (with a resize) -- each a condition.
+  std::vector<std::string> launches;
+  for (const auto& cond : done.conditions())
+    if (cond.state == controller::JobState::kStarting) launches.push_back(cond.reason);
+  EXPECT_EQ(launches, (std::vector<std::string>{"WindowOpened", "Resized", "Migrated"}));
+  const std::string m = c.metrics.render();
+  EXPECT_NE(m.find("greenshard_job_resizes_total{direction=\"shrink\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("greenshard_job_resizes_total{direction=\"grow\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("greenshard_job_migrations_total{from=\"A\",to=\"B\"} 1"), std::string::npos) << m;
+
+  // Three launches of 2, 1, 2 ranks; every step once, in order; each launch
+  // resumed at the step after the last one before it (its SIGTERM
+  // checkpoint); the loss carries on instead of starting over.
+  const auto segs = segments_of(rank0);
+  ASSERT_EQ(segs.size(), 3u) << rank0;
+  EXPECT_EQ(segs[0].world, 2);
+  EXPECT_EQ(segs[1].world, 1);
+  EXPECT_EQ(segs[2].world, 2);
+  for (const auto& s : segs) ASSERT_FALSE(s.steps.empty()) << rank0;
+  const double initial = segs[0].steps.front().second;
+  EXPECT_EQ(segs[0].steps.front().first, 1);
+  for (size_t k = 0; k < segs.size(); ++k) {
+    for (size_t i = 1; i < segs[k].steps.size(); ++i)
+      EXPECT_EQ(segs[k].steps[i].first, segs[k].steps[i - 1].first + 1) << "launch " << k;
+    if (k == 0) continue;
+    const auto [last_step, last_loss] = segs[k - 1].steps.back();
+    const auto [first_step, first_loss] = segs[k].steps.front();
+    EXPECT_EQ(first_step, last_step + 1) << "launch " << k << " resumed elsewhere than its last checkpoint";
+    EXPECT_LT(last_loss, initial - 0.5) << "launch " << k - 1 << " learned too little to tell";
+    EXPECT_LT(std::abs(first_loss - last_loss), 0.5 * (initial - last_loss))
+        << "launch " << k << ": loss " << first_loss << " after " << last_loss << " (initial " << initial << ")";
+  }
+  EXPECT_EQ(segs.back().steps.back().first, kSteps);
+  std::ifstream sum(c.dir.file("jobs/" + id + "/summary.json"));
+  json s = json::parse(sum, nullptr, false);
+  ASSERT_FALSE(s.is_discarded());
+  EXPECT_EQ(s.value("resumed_from_step", int64_t{-1}), segs[1].steps.back().first) << s.dump();
+  EXPECT_EQ(s.value("world_size", 0), 2);
+  EXPECT_EQ(s.value("region", ""), "B");
+  EXPECT_TRUE(worker_pids(id).empty());
 }

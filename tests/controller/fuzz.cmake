@@ -8,6 +8,7 @@ file(COPY ${seeds} DESTINATION ${OUT}/corpus)
 set(bin ${OUT}/fuzz_parsers)
 if(NOT EXISTS ${bin} OR ${SRC}/controller/api_types.cpp IS_NEWER_THAN ${bin}
    OR ${SRC}/controller/job.cpp IS_NEWER_THAN ${bin}
+   OR ${SRC}/carbon/src/job.cpp IS_NEWER_THAN ${bin}
    OR ${SRC}/worker/config.cpp IS_NEWER_THAN ${bin}
    OR ${SRC}/tests/controller/fuzz_parsers.cpp IS_NEWER_THAN ${bin})
   execute_process(
@@ -15,6 +16,7 @@ if(NOT EXISTS ${bin} OR ${SRC}/controller/api_types.cpp IS_NEWER_THAN ${bin}
             -I${SRC}/carbon/include -I${SRC}/shard/include
             ${SRC}/tests/controller/fuzz_parsers.cpp ${SRC}/controller/api_types.cpp ${SRC}/controller/job.cpp
             ${SRC}/worker/config.cpp ${SRC}/carbon/src/hardware.cpp ${SRC}/carbon/src/error.cpp
+            ${SRC}/carbon/src/job.cpp
             -lcrypto -lyaml-cpp -o ${bin}
     RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)

@@ -12,6 +12,9 @@
 // CSV format (header required, times ISO UTC, allowed regions ';'-separated,
 // empty = all):
 //   id,submit,duration_h,gpus,deadline,home_region,interruptible,allowed_regions
+// and optionally (elastic and migratable jobs; written when any job is one):
+//   min_gpus,max_gpus,migratable
+// (empty min/max = gpus; 1 <= min_gpus <= gpus <= max_gpus).
 #pragma once
 
 #include "carbon/job.h"
