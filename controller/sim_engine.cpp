@@ -173,7 +173,9 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
     // (GPUs); the others' are the decision's region at the job's GPUs.
     const int per = std::max(1, by_zone.at(trace[i].home_region)->hardware.resources_per_server);
     for (const SimRun& r : executor.runs(ids[i])) {
-      if (trace[i].elastic()) o.windows.push_back({time_of(r.start_ms), time_of(r.end_ms), r.region, r.nodes * per});
+      // A run ends when its work is done: rounded up to the second, as the
+      // library's plan rounds its last window.
+      if (trace[i].elastic()) o.windows.push_back({time_of(r.start_ms), time_of(r.end_ms + 999), r.region, r.nodes * per});
       else o.windows.push_back({time_of(r.start_ms), time_of(r.end_ms)});
     }
     o.expected_grams = job->placement->expected_grams;

@@ -55,6 +55,7 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
     return res;
   }
   if (!(slot_h > 0)) throw CarbonError("plan_elastic: slot length must be > 0");
+  const int step = std::max(1, job.width_step);
   const int B = std::max(1, static_cast<int>(std::lround(static_cast<double>(costs.min_hold.count()) / slot_h)));
   std::vector<Block> blocks;
   for (int a = first_slot; a < end_slot; a += B) blocks.push_back({a, std::min(a + B, end_slot)});
@@ -144,7 +145,7 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
     if (v < 0) return 0;
     const int cap = std::min(wmax, freecap[v][b]);
     const int w = width[b];
-    const int next = w < wmin ? wmin : w + 1;
+    const int next = w < wmin ? wmin : std::min(wmax, w + step);
     return next > cap || next == w ? 0 : next;
   };
   auto ratio = [&](size_t b, int next) {

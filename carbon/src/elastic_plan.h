@@ -17,7 +17,8 @@
 //      block; the previous block's region is kept unless the gain over the
 //      block at the job's width exceeds the cost of a move (hysteresis).
 //   3. Increments, cheapest first (per block: 0 -> min_width as one
-//      increment, then +1 GPU up to min(max_width, free capacity)). An
+//      increment, then Job::width_step GPUs at a time up to min(max_width, free
+//      capacity)). An
 //      increment's price includes the changes it adds or removes at its
 //      block and at the next block that runs (their overhead in ranked
 //      grams and in lost work), so isolated blips of width, region or

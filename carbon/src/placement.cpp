@@ -449,8 +449,11 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   d.feasible = true;
   for (const auto& w : best.windows) {
     const auto& name = ctx.prepared[chosen[static_cast<size_t>(w.view)].index].region->name;
+    // The last slot's used part, rounded up to the second: the work is done.
     Time end = ctx.base + ctx.slot * w.last;
-    if (w.last_frac < 1.0) end -= Seconds{static_cast<long>(std::lround((1.0 - w.last_frac) * static_cast<double>(ctx.slot.count())))};
+    if (w.last_frac < 1.0)
+      end = ctx.base + ctx.slot * (w.last - 1) +
+            Seconds{static_cast<long>(std::ceil(w.last_frac * static_cast<double>(ctx.slot.count()) - 1e-6))};
     d.windows.emplace_back(slot_time(now, w.first, ctx.slot), end, name, w.gpus);
     d.forecast_extended = d.forecast_extended || w.last > ctx.prepared[chosen[static_cast<size_t>(w.view)].index].forecast_slots;
   }

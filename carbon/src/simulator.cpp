@@ -84,8 +84,8 @@ void validate(const std::vector<Job>& trace, const SimConfig& c) {
   for (const auto& j : trace) {
     region_of(c, j.home_region);
     for (const auto& z : j.allowed_regions) region_of(c, z);
-    if (j.min_width() < 1 || j.min_width() > j.gpus || j.max_width() < j.gpus)
-      throw CarbonError("simulator: job " + j.id + " needs 1 <= min_gpus <= gpus <= max_gpus");
+    if (j.min_width() < 1 || j.min_width() > j.gpus || j.max_width() < j.gpus || j.width_step < 1)
+      throw CarbonError("simulator: job " + j.id + " needs 1 <= min_gpus <= gpus <= max_gpus and width_step >= 1");
     if (auto p = scaling_problem(j.scaling); !p.empty()) throw CarbonError("simulator: job " + j.id + ": " + p);
   }
 }

@@ -136,6 +136,26 @@ TEST(ElasticPlan, GrowsAboveItsWidthInCleanHoursOnASublinearCurve) {
   EXPECT_NEAR(work_done(job, d, opts().elastic), 6.0, 1e-3);
 }
 
+TEST(ElasticPlan, WidthsGoInWholeSteps) {
+  std::vector<double> a;
+  for (int h = 0; h < 48; ++h) a.push_back(300 + 250 * std::sin(h * 0.7));
+  std::vector<Region> regions = {region("A", 64, a)};
+  CapacityLedger planned;
+  planned.reserve("A", kNow + Hours{4}, kNow + Hours{10}, 44);   // 20 free: at most 16 in steps of 8
+  Job job = elastic_job(16, 8, 32, 20, 40, false);
+  job.width_step = 8;
+  job.scaling = {{8, 0.54}, {16, 1.0}, {32, 1.85}};
+  auto d = place(job, regions, planned, kNow, opts());
+  ASSERT_TRUE(d.feasible) << d.explanation;
+  bool resized = false;
+  for (const auto& w : d.windows) {
+    EXPECT_EQ(w.gpus % 8, 0) << w.gpus;
+    resized = resized || w.gpus != d.windows.front().gpus;
+    if (w.start < kNow + Hours{10} && w.end > kNow + Hours{4}) EXPECT_LE(w.gpus, 16);
+  }
+  EXPECT_TRUE(resized || d.windows.front().gpus != 16) << d.explanation;
+}
+
 TEST(ElasticPlan, NeverWiderThanTheFreeCapacity) {
   std::vector<Region> regions = {region("A", 8, series(48, 400, {{0, 4, 100}}))};
   CapacityLedger planned;

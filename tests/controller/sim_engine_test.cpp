@@ -47,6 +47,13 @@ void expect_same_decisions(const carbon::PolicyResult& lib, const carbon::Policy
     for (size_t w = 0; w < a.windows.size(); ++w) {
       EXPECT_EQ(a.windows[w].start, b.windows[w].start) << a.job_id << " window " << w;
       EXPECT_EQ(a.windows[w].end, b.windows[w].end) << a.job_id << " window " << w;
+      // Each window's own region and width (unset: the decision's, the job's).
+      auto region = [](const carbon::JobOutcome& o, size_t k) {
+        return o.windows[k].region.empty() ? o.region : o.windows[k].region;
+      };
+      EXPECT_EQ(region(a, w), region(b, w)) << a.job_id << " window " << w;
+      if (a.windows[w].gpus > 0 && b.windows[w].gpus > 0)
+        EXPECT_EQ(a.windows[w].gpus, b.windows[w].gpus) << a.job_id << " window " << w;
     }
   }
   EXPECT_NEAR(lib.total_grams, svc.total_grams, 1e-6 * lib.total_grams);
@@ -69,6 +76,30 @@ TEST(ServiceSimulation, TheSchedulerMakesTheLibrarysDecisionsWithCapacityTight) 
     EXPECT_GT(stats.cycles, 24 * 19);
     expect_same_decisions(lib, svc);
   }
+}
+
+TEST(ServiceSimulation, ElasticAndMigratableJobsGetTheLibrarysPlansWindowByWindow) {
+  Scenario s(128, 6);
+  int elastic = 0;
+  for (size_t i = 0; i < s.trace.size(); ++i) {
+    auto& j = s.trace[i];
+    j.width_step = 8;   // whole servers: the service's nodes
+    j.min_gpus = std::max(8, j.gpus / 2 / 8 * 8);
+    j.max_gpus = j.gpus * 2;
+    j.scaling = {{j.gpus, 1.0}, {j.max_gpus, 1.85}};
+    if (j.min_gpus < j.gpus) j.scaling.push_back({j.min_gpus, 0.54});
+    j.migratable = i % 2 == 0;
+    ++elastic;
+  }
+  ASSERT_GT(elastic, 20);
+  auto lib = carbon::simulate(s.trace, s.config, carbon::SimPolicy::kSpatioTemporal);
+  int changed = 0;
+  for (const auto& o : lib.outcomes)
+    for (size_t w = 1; w < o.windows.size(); ++w)
+      changed += o.windows[w].gpus != o.windows[w - 1].gpus || o.windows[w].region != o.windows[w - 1].region;
+  ASSERT_GT(changed, 5) << "the scenario exercises resizes and moves";
+  auto svc = simulate_service(s.trace, s.config, s.catalog, {});
+  expect_same_decisions(lib, svc);
 }
 
 TEST(ServiceSimulation, ForecastErrorAndReplanningGoThroughTheSamePath) {

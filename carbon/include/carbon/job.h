@@ -36,6 +36,7 @@ struct Job {
   // width `gpus`: a window of t hours at width w does t * speed(w) of it.
   int min_gpus = 0;
   int max_gpus = 0;
+  int width_step = 1;   // widths between min and max go in steps of this (e.g. GPUs per server)
   bool migratable = false;
   // Declared or measured speeds at some widths, any order; empty: linear
   // (speed proportional to width). See speed().
