@@ -42,7 +42,16 @@ struct Kind {
 struct LpJob {
   size_t trace_index = 0;
   int kind = 0;
-  double gpus = 0;
+  // GPU-hours per hour of work, by segment of the job's rate in an hour
+  // (cheapest first), and each segment's share of the hour's usable part:
+  // a fixed-width job has one, {gpus, 1}; an elastic job one per edge of
+  // the lower convex hull of its (speed(w), w) points and the origin.
+  struct Segment {
+    double gpus_per_work = 0;
+    double rate = 0;              // work per hour of this segment at most
+  };
+  std::vector<Segment> segments;
+  double min_gpus_per_work() const { return segments.front().gpus_per_work; }
   double hours = 0;               // work at full width
   long first = 0;                 // hour index (from Model::h0) of frac[0]
   std::vector<double> frac;       // f[j][t]: usable part of each hour
@@ -84,6 +93,34 @@ std::string hours_str(double h) {
 }
 
 // Builds the model; jobs infeasible alone go to `infeasible` with a reason.
+// The segments of a job's GPU-hours per hour of work as its rate grows:
+// the lower convex hull of the origin and (speed(w), w) for every width it
+// may run at. Running a fraction of an hour at each width reaches any point
+// above the hull and nothing below it, so the hull is the tightest convex
+// relaxation of its widths.
+std::vector<LpJob::Segment> rate_segments(const Job& j) {
+  std::vector<std::pair<double, double>> pts{{0.0, 0.0}};   // (rate, GPUs)
+  const int step = std::max(1, j.width_step);
+  for (int w = j.min_width();; w = std::min(j.max_width(), w + step)) {
+    const double r = j.speed(w);
+    if (r > pts.back().first + 1e-12) {
+      while (pts.size() >= 2) {
+        const auto& a = pts[pts.size() - 2];
+        const auto& b = pts.back();
+        // b lies on or above the chord from a to (r, w): not on the lower hull.
+        if ((b.second - a.second) * (r - a.first) >= (w - a.second) * (b.first - a.first)) pts.pop_back();
+        else break;
+      }
+      pts.emplace_back(r, w);
+    }
+    if (w == j.max_width()) break;
+  }
+  std::vector<LpJob::Segment> out;
+  for (size_t i = 1; i < pts.size(); ++i)
+    out.push_back({(pts[i].second - pts[i - 1].second) / (pts[i].first - pts[i - 1].first), pts[i].first - pts[i - 1].first});
+  return out;
+}
+
 Model build(const std::vector<Job>& trace, const SimConfig& c, std::vector<std::string>& infeasible_ids,
             std::vector<std::string>& reasons) {
   if (c.regions.empty()) throw CarbonError("lp_bound: no regions");
@@ -173,12 +210,9 @@ Model build(const std::vector<Job>& trace, const SimConfig& c, std::vector<std::
     LpJob lj;
     lj.trace_index = i;
     lj.kind = it->second;
-    // Elastic jobs (Job::elastic()): work at the curve's best work per
-    // GPU-hour, up to the speed of their widest width in any hour.
-    double best_per_gpu = 0;
-    for (int w = j.min_width(); w <= j.max_width(); ++w) best_per_gpu = std::max(best_per_gpu, j.speed(w) / w);
-    const double rate = j.speed(j.max_width());
-    lj.gpus = 1.0 / best_per_gpu;
+    lj.segments = rate_segments(j);
+    double rate = 0;
+    for (const auto& sg : lj.segments) rate += sg.rate;
     lj.hours = need;
     double have = 0;
     if (p.to > p.from) {
@@ -190,7 +224,7 @@ Model build(const std::vector<Job>& trace, const SimConfig& c, std::vector<std::
         double f = static_cast<double>((std::min(p.to, t + Hours{1}) - std::max(p.from, t)).count()) / 3600.0;
         bool data = false;
         for (size_t lr = 0; lr < k.regions.size() && !data; ++lr) data = !std::isnan(m.cost(lj.kind, lr, h));
-        lj.frac.push_back(data ? f * rate : 0.0);
+        lj.frac.push_back(data ? f : 0.0);
         have += data ? f * rate : 0.0;
       }
     }
@@ -229,7 +263,7 @@ std::string overload_hint(const Model& m, const std::vector<int>& ids, const std
       for (int i : ids) {
         const LpJob& j = m.jobs[i];
         if (j.first < a || j.end() > b) continue;
-        need += j.gpus * j.hours;
+        need += j.min_gpus_per_work() * j.hours;
         inside.push_back(i);
         for (int r : m.kinds[j.kind].regions) usable[r] = true;
       }
@@ -345,24 +379,26 @@ Solution solve(const Model& m, const std::vector<int>& ids, const std::vector<Jo
     const LpJob& j = m.jobs[ids[a]];
     for (size_t t = 0; t < j.frac.size(); ++t) {
       if (j.frac[t] <= 0) continue;
-      int col = glp_add_cols(lp, 1);
-      glp_set_col_bnds(lp, col, GLP_DB, 0, j.frac[t]);
-      entry(job_row0 + static_cast<int>(a), col, 1.0);
       size_t kh = j.kind * n + (j.first + t - sol.lo);
-      if (!ipm) {
-        entry(balance_row[kh], col, j.gpus);
-        continue;
+      for (const auto& sg : j.segments) {
+        int col = glp_add_cols(lp, 1);
+        glp_set_col_bnds(lp, col, GLP_DB, 0, j.frac[t] * sg.rate);
+        entry(job_row0 + static_cast<int>(a), col, 1.0);
+        if (!ipm) {
+          entry(balance_row[kh], col, sg.gpus_per_work);
+          continue;
+        }
+        auto [it, fresh] = group_row.try_emplace({oi / kGroupSize, kh}, 0);
+        if (fresh) {
+          it->second = glp_add_rows(lp, 1);
+          glp_set_row_bnds(lp, it->second, GLP_FX, 0, 0);
+          int u = glp_add_cols(lp, 1);
+          glp_set_col_bnds(lp, u, GLP_LO, 0, 0);
+          entry(it->second, u, -1.0);
+          entry(balance_row[kh], u, 1.0);
+        }
+        entry(it->second, col, sg.gpus_per_work);
       }
-      auto [it, fresh] = group_row.try_emplace({oi / kGroupSize, kh}, 0);
-      if (fresh) {
-        it->second = glp_add_rows(lp, 1);
-        glp_set_row_bnds(lp, it->second, GLP_FX, 0, 0);
-        int u = glp_add_cols(lp, 1);
-        glp_set_col_bnds(lp, u, GLP_LO, 0, 0);
-        entry(it->second, u, -1.0);
-        entry(balance_row[kh], u, 1.0);
-      }
-      entry(it->second, col, j.gpus);
     }
   }
   // z columns: GPU-hours of a kind in a region-hour, at its grams per GPU-hour.
@@ -463,7 +499,7 @@ double lagrangian(const Model& m, const std::vector<double>& lambda) {
         double g = m.cost(j.kind, lr, static_cast<long>(h));
         if (!std::isnan(g)) best = std::min(best, g + lambda[static_cast<size_t>(k.regions[lr]) * H + h]);
       }
-      hours.emplace_back(best * j.gpus, j.frac[t]);
+      for (const auto& sg : j.segments) hours.emplace_back(best * sg.gpus_per_work, j.frac[t] * sg.rate);
     }
     std::sort(hours.begin(), hours.end());
     double left = j.hours;

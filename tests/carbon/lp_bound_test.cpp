@@ -137,11 +137,13 @@ INSTANTIATE_TEST_SUITE_P(
                  {{"A", 8, {1, 5, 9}}},
                  {elastic(job("j1", 2, 4, 0, 3), 1, 4)},
                  4 * 1 + 4 * 5},
-        HandCase{"on a sublinear curve a GPU-hour does the curve's best work",
+        HandCase{"on a sublinear curve an hour's rate costs GPUs along the convex hull of the widths",
                  {{"A", 8, {1, 5, 9}}},
-                 // speed(1) = 0.6 of speed(2): 1 GPU-hour does 0.6 h of work; 1.2 h at most per hour (width 4).
+                 // Hull of (0,0), (0.6,1), (1,2), (1.1,3), (1.2,4): GPUs per work 1.67, 2.5, 10, 10.
+                 // Hour 0 up to rate 1 (2 GPU-hours at 1 g); the last 0.2 h of work in hour 1
+                 // on the cheapest segment (0.2 / 0.6 GPU-hours at 5 g), not at 10 GPUs per work.
                  {elastic(job("j1", 2, 1.2, 0, 3), 1, 4, {{1, 0.6}, {2, 1.0}, {4, 1.2}})},
-                 1.0 / 0.6 * 1.2 * 1},
+                 2 * 1 + 0.2 / 0.6 * 5},
         HandCase{"a region smaller than the requested width serves a job that may shrink",
                  {{"A", 1, {1, 1, 1}}, {"B", 8, {7, 7, 7}}},
                  {elastic(job("j1", 4, 1, 0, 3), 1, 4)},
@@ -308,6 +310,25 @@ TEST(LpBound, BelowEverySimulatedPolicyThatMeetsItsDeadlines) {
   EXPECT_GE(checked, 2);
   EXPECT_EQ(results[3].policy, SimPolicy::kSpatioTemporal);
   EXPECT_EQ(results[3].deadline_misses, 0);
+}
+
+TEST(LpBound, BelowTheElasticPolicyAndBelowTheFixedWidthBound) {
+  World w = world(192);
+  auto fixed = lp_bound(w.trace, w.cfg).grams;
+  for (auto& j : w.trace) {
+    j.width_step = 8;
+    j.min_gpus = std::max(8, j.gpus / 2 / 8 * 8);
+    j.max_gpus = j.gpus * 2;
+    j.scaling = {{j.gpus, 1.0}, {j.max_gpus, 1.85}};
+    if (j.min_gpus < j.gpus) j.scaling.push_back({j.min_gpus, 0.54});
+    j.migratable = true;
+  }
+  LpBound b = lp_bound(w.trace, w.cfg);
+  EXPECT_NEAR(b.grams, b.lp_grams, 1e-6 * b.lp_grams);
+  EXPECT_LT(b.grams, fixed) << "more freedom, a lower bound";
+  auto r = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  ASSERT_EQ(r.deadline_misses, 0);
+  EXPECT_LE(b.grams, r.total_grams);
 }
 
 TEST(LpBound, TighterCapacityRaisesTheBound) {

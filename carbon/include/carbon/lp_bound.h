@@ -18,13 +18,15 @@
 // f[j][t] is the part of hour t inside [submit_j, deadline_j) (1 for whole
 // hours): a job never runs faster than its width.
 //
-// Elastic jobs (Job::elastic(): a width in [min_width, max_width] on a
-// scaling curve) enter the same LP relaxed further: x[j][r][t] is work (in
-// hours at width gpus_j) done in hour t, at most f[j][t] * speed(max_width)
-// of it, and each unit of work takes 1 / max_w(speed(w) / w) GPU-hours (the
-// curve's best work per GPU-hour, so never more than any real width needs);
-// regions need capacity >= min_width. A fixed-width job is the case
-// min = max = gpus (speed 1, gpus_j GPU-hours per hour of work). g is the grams of one
+// Elastic jobs (Job::elastic(): a width in [min_width, max_width] in steps
+// of width_step on a scaling curve): x[j][r][t] is work (in hours at width
+// gpus_j) done in hour t, split into segments along the lower convex hull
+// of the origin and the points (speed(w), w) -- the GPUs a rate needs when
+// the hour may be shared between widths: segment k does at most
+// f[j][t] * rate_k of work at gpus_k GPU-hours per hour of work (gpus_k
+// increasing in k); regions need capacity >= min_width. Any mix of widths
+// within an hour lies on or above the hull, so this is still a relaxation.
+// A fixed-width job is the one segment (rate 1, gpus_j). g is the grams of one
 // GPU-hour by the simulator's own accounting: operational_grams() over the
 // actual series for hardware.power_w(1, utilization) at the region's PUE,
 // plus embodied_grams() of one GPU-hour.
