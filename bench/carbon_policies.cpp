@@ -285,7 +285,9 @@ int main(int argc, char** argv) {
   const auto el_full = run_elastic(true, true, 1.0);
   const auto el_only = run_elastic(true, false, 1.0);
   const auto mig_only = run_elastic(false, true, 1.0);
-  const LpBound el_bound = lp_bound(elastic_trace(true, true, 1.0), cfg, lpo);
+  LpBoundOptions el_lpo = lpo;
+  el_lpo.time_limit_s = 3600;   // three segments per job-hour: about three times the columns
+  const LpBound el_bound = lp_bound(elastic_trace(true, true, 1.0), cfg, el_lpo);
   const double el_bound_saved = 100.0 * (fifo_g - el_bound.grams) / fifo_g;
   // The service engine: the same trace through the controller's Scheduler.
   controller::ServiceSimOptions so;

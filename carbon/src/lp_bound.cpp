@@ -98,10 +98,20 @@ std::string hours_str(double h) {
 // may run at. Running a fraction of an hour at each width reaches any point
 // above the hull and nothing below it, so the hull is the tightest convex
 // relaxation of its widths.
+//
+// Between two points of the scaling curve, and beyond its ends, speed is
+// linear in the width, so (speed(w), w) lies on the segment between its
+// neighbours: the hull of min_width, max_width and the curve's points in
+// between is the hull of every width (and a few segments, not one per
+// width, keep the LP small).
 std::vector<LpJob::Segment> rate_segments(const Job& j) {
   std::vector<std::pair<double, double>> pts{{0.0, 0.0}};   // (rate, GPUs)
-  const int step = std::max(1, j.width_step);
-  for (int w = j.min_width();; w = std::min(j.max_width(), w + step)) {
+  std::vector<int> widths{j.min_width(), j.max_width()};
+  for (const auto& p : j.scaling)
+    if (p.gpus > j.min_width() && p.gpus < j.max_width()) widths.push_back(p.gpus);
+  std::sort(widths.begin(), widths.end());
+  widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
+  for (int w : widths) {
     const double r = j.speed(w);
     if (r > pts.back().first + 1e-12) {
       while (pts.size() >= 2) {
@@ -113,7 +123,6 @@ std::vector<LpJob::Segment> rate_segments(const Job& j) {
       }
       pts.emplace_back(r, w);
     }
-    if (w == j.max_width()) break;
   }
   std::vector<LpJob::Segment> out;
   for (size_t i = 1; i < pts.size(); ++i)
