@@ -87,17 +87,32 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
     }
   }
 
-  // 2. The region of each block, with hysteresis against moves.
+  std::vector<double> sp(static_cast<size_t>(wmax) + 1, 0.0);
+  for (int w = 1; w <= wmax; ++w) sp[w] = job.speed(w);
+  // The widest width a block of view v can take (0: not even min_width).
+  auto widest = [&](size_t v, size_t b) {
+    const int cap = std::min(wmax, freecap[v][b]);
+    if (cap < wmin) return 0;
+    return cap >= wmax ? wmax : wmin + (cap - wmin) / step * step;
+  };
+  // Ranked grams per hour of work in block b of view v at its widest.
+  auto per_work = [&](size_t v, size_t b) {
+    const int w = widest(v, b);
+    return per_gpu[v][b] * w / (sp[w] * len_h(b));
+  };
+
+  // 2. The region of each block: the lowest ranked grams per unit of work
+  //    at the widest width it has room for, with hysteresis against moves.
   const double move_h = static_cast<double>(change_overhead(job, costs, true).count()) / 3600.0;
   std::vector<int> reg(nb, -1);
   int prev = -1;
   for (size_t b = 0; b < nb; ++b) {
     int best = -1;
     for (size_t v = 0; v < nv; ++v)
-      if (freecap[v][b] >= wmin && (best < 0 || per_gpu[v][b] < per_gpu[best][b] - kEps)) best = static_cast<int>(v);
+      if (widest(v, b) > 0 && (best < 0 || per_work(v, b) < per_work(best, b) - kEps)) best = static_cast<int>(v);
     if (best < 0) continue;
-    if (prev >= 0 && prev != best && freecap[prev][b] >= wmin) {
-      double gain = (per_gpu[prev][b] - per_gpu[best][b]) * job.gpus;
+    if (prev >= 0 && prev != best && widest(prev, b) > 0) {
+      double gain = (per_work(prev, b) - per_work(best, b)) * len_h(b);
       double move = move_h / len_h(b) * per_gpu[best][b] * job.gpus +
                     move_network_grams(job, costs, mean_i[prev][b], mean_i[best][b]);
       if (gain <= move) best = prev;
@@ -107,8 +122,6 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
   }
 
   // 3. Increments, cheapest work first.
-  std::vector<double> sp(static_cast<size_t>(wmax) + 1, 0.0);
-  for (int w = 1; w <= wmax; ++w) sp[w] = job.speed(w);
   std::vector<int> width(nb, 0);
   // The change that starts block b in the current widths (0 when b does not
   // run, continues the block before it, or is the first to run): its ranked

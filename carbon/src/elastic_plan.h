@@ -12,10 +12,11 @@
 //   1. Blocks: [first_slot + b*B, first_slot + (b+1)*B) clipped to end_slot,
 //      B = min_hold in slots. A window starts and ends on block boundaries
 //      (the last one may end early), so a job changes at most once a block.
-//   2. Region of each block: the cheapest ranked grams per GPU-hour among
-//      the regions with free capacity >= min_width in every slot of the
-//      block; the previous block's region is kept unless the gain over the
-//      block at the job's width exceeds the cost of a move (hysteresis).
+//   2. Region of each block: the cheapest ranked grams per unit of work at
+//      the widest width it has room for, among the regions with free
+//      capacity >= min_width in every slot of the block; the previous
+//      block's region is kept unless the gain over the block exceeds the
+//      cost of a move (hysteresis).
 //   3. Increments, cheapest first (per block: 0 -> min_width as one
 //      increment, then Job::width_step GPUs at a time up to min(max_width, free
 //      capacity)). An
