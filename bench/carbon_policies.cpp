@@ -251,15 +251,7 @@ int main(int argc, char** argv) {
   auto elastic_trace = [&](bool elastic, bool migratable, double cost_factor) {
     std::vector<Job> t = trace;
     for (auto& j : t) {
-      if (elastic) {
-        // Whole servers, as the service runs them (a node is a server).
-        const int per = hw.resources_per_server;
-        j.width_step = per;
-        j.min_gpus = std::max(per, j.gpus / 2 / per * per);
-        j.max_gpus = j.gpus * 2;
-        j.scaling = {{j.gpus, 1.0}, {j.max_gpus, 1.85}};
-        if (j.min_gpus < j.gpus) j.scaling.push_back({j.min_gpus, 0.54});
-      }
+      if (elastic) make_elastic(j, hw.resources_per_server);   // whole servers, as the service runs them
       j.migratable = migratable;
       j.resume_overhead = Seconds{static_cast<long>(std::lround(static_cast<double>(j.resume_overhead.count()) * cost_factor))};
     }

@@ -101,9 +101,13 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
     return per_gpu[v][b] * w / (sp[w] * len_h(b));
   };
 
+  // Run time a change costs, hours: in place, and with a move.
+  const double stay_h = static_cast<double>(change_overhead(job, costs, false).count()) / 3600.0;
+  const double move_h = static_cast<double>(change_overhead(job, costs, true).count()) / 3600.0;
+  auto overhead_h = [&](bool move) { return move ? move_h : stay_h; };
+
   // 2. The region of each block: the lowest ranked grams per unit of work
   //    at the widest width it has room for, with hysteresis against moves.
-  const double move_h = static_cast<double>(change_overhead(job, costs, true).count()) / 3600.0;
   std::vector<int> reg(nb, -1);
   int prev = -1;
   for (size_t b = 0; b < nb; ++b) {
@@ -133,7 +137,7 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
     size_t p = b;
     while (p > 0 && width[p - 1] == 0) --p;
     if (p == 0) return 0.0;
-    const double ov = static_cast<double>(change_overhead(job, costs, reg[p - 1] != reg[b]).count()) / 3600.0;
+    const double ov = overhead_h(reg[p - 1] != reg[b]);
     lost_work = ov * sp[width[b]];
     return ov / len_h(b) * per_gpu[reg[b]][b] * width[b];
   };
@@ -192,7 +196,7 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
       w.last = blocks[b].last;
       w.gpus = width[b];
       if (!ws.empty()) {
-        w.overhead_h = static_cast<double>(change_overhead(job, costs, ws.back().view != w.view).count()) / 3600.0;
+        w.overhead_h = overhead_h(ws.back().view != w.view);
         lost += w.overhead_h * sp[w.gpus];
       }
       ws.push_back(w);

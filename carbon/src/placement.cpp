@@ -493,7 +493,7 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
 }
 
 // Savings and the explanation of an elastic decision.
-void finish_elastic(const Job& job, const PassContext& ctx, const PlacementOptions& opt, Decision& d) {
+void finish_elastic(const Job& job, const PlacementOptions& opt, Decision& d) {
   if (!std::isnan(d.run_now_home_grams)) {
     d.saving_grams = d.run_now_home_grams - d.expected_grams;
     d.saving_pct = d.run_now_home_grams > 0 ? 100.0 * d.saving_grams / d.run_now_home_grams : 0.0;
@@ -517,7 +517,6 @@ void finish_elastic(const Job& job, const PassContext& ctx, const PlacementOptio
   for (const auto& c : d.changes) e += " " + c.why;
   if (d.forecast_extended) e += " The plan extends beyond the forecast, which was extended by repeating its last 24 h.";
   if (!d.deadline_met) e += " It misses the deadline " + format_time(job.deadline) + ".";
-  (void)ctx;
   d.explanation = std::move(e);
 }
 
@@ -629,7 +628,7 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
   if (job.elastic() && deadline_bound && opt.policy == Policy::kSpatioTemporal) {
     if (auto e = place_elastic(job, ctx, opt, cands, first_slot, best_r < 0 ? kNaN : best.rank()); e.feasible) {
       e.run_now_home_grams = d.run_now_home_grams;
-      finish_elastic(job, ctx, opt, e);
+      finish_elastic(job, opt, e);
       return e;
     }
   }

@@ -139,6 +139,14 @@ std::vector<Job> parse_trace_csv(const std::string& text, const std::string& nam
   return jobs;
 }
 
+void make_elastic(Job& j, int width_step) {
+  j.width_step = std::max(1, width_step);
+  j.min_gpus = std::max(j.width_step, j.gpus / 2 / j.width_step * j.width_step);
+  j.max_gpus = j.gpus * 2;
+  j.scaling = {{j.gpus, 1.0}, {j.max_gpus, 1.85}};
+  if (j.min_gpus < j.gpus) j.scaling.push_back({j.min_gpus, 0.54});
+}
+
 std::vector<Job> read_trace_csv(const std::filesystem::path& file) {
   return parse_trace_csv(detail::read_file(file.string()), file.string());
 }

@@ -316,11 +316,7 @@ TEST(LpBound, BelowTheElasticPolicyAndBelowTheFixedWidthBound) {
   World w = world(192);
   auto fixed = lp_bound(w.trace, w.cfg).grams;
   for (auto& j : w.trace) {
-    j.width_step = 8;
-    j.min_gpus = std::max(8, j.gpus / 2 / 8 * 8);
-    j.max_gpus = j.gpus * 2;
-    j.scaling = {{j.gpus, 1.0}, {j.max_gpus, 1.85}};
-    if (j.min_gpus < j.gpus) j.scaling.push_back({j.min_gpus, 0.54});
+    make_elastic(j, 8);
     j.migratable = true;
   }
   LpBound b = lp_bound(w.trace, w.cfg);

@@ -103,6 +103,22 @@ TEST(Trace, ElasticColumnsRoundTripAndStayOutOfPlainTraces) {
   EXPECT_FALSE(back[4].elastic());
 }
 
+TEST(Trace, MakeElasticGoesFromHalfToTwiceInWholeSteps) {
+  Job a, b;
+  a.gpus = 8;
+  b.gpus = 32;
+  make_elastic(a, 8);
+  make_elastic(b, 8);
+  EXPECT_EQ(a.min_width(), 8);   // half of one server rounds up to one server
+  EXPECT_EQ(a.max_width(), 16);
+  EXPECT_EQ(b.min_width(), 16);
+  EXPECT_EQ(b.max_width(), 64);
+  EXPECT_EQ(b.width_step, 8);
+  EXPECT_DOUBLE_EQ(b.speed(64), 1.85);
+  EXPECT_DOUBLE_EQ(b.speed(16), 0.54);
+  EXPECT_EQ(scaling_problem(a.scaling), "");
+}
+
 TEST(Trace, BadCsvNamesLineAndColumn) {
   const std::string e = "id,submit,duration_h,gpus,deadline,home_region,interruptible,allowed_regions,min_gpus,max_gpus,migratable\n";
   const std::string h = "id,submit,duration_h,gpus,deadline,home_region,interruptible\n";

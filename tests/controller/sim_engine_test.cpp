@@ -83,11 +83,7 @@ TEST(ServiceSimulation, ElasticAndMigratableJobsGetTheLibrarysPlansWindowByWindo
   int elastic = 0;
   for (size_t i = 0; i < s.trace.size(); ++i) {
     auto& j = s.trace[i];
-    j.width_step = 8;   // whole servers: the service's nodes
-    j.min_gpus = std::max(8, j.gpus / 2 / 8 * 8);
-    j.max_gpus = j.gpus * 2;
-    j.scaling = {{j.gpus, 1.0}, {j.max_gpus, 1.85}};
-    if (j.min_gpus < j.gpus) j.scaling.push_back({j.min_gpus, 0.54});
+    carbon::make_elastic(j, 8);   // whole servers: the service's nodes
     j.migratable = i % 2 == 0;
     ++elastic;
   }

@@ -44,6 +44,11 @@ std::vector<Job> generate_trace(const TraceOptions& options);
 Time next_workday_9am_after(Time t);        // first Mon-Fri 09:00 on a later day than t
 Time next_semi_weekly_9am_after(Time t);    // first Mon/Thu 09:00 strictly after t
 
+// Makes `job` elastic the way the bench models FSDP jobs: widths from half
+// (at least one step) to twice its GPUs in steps of `width_step` (GPUs per
+// server), each doubling 1.85x faster (half width: 0.54x).
+void make_elastic(Job& job, int width_step);
+
 std::vector<Job> read_trace_csv(const std::filesystem::path& file);   // InputError file:line:col
 std::vector<Job> parse_trace_csv(const std::string& text, const std::string& name);
 void write_trace_csv(const std::filesystem::path& file, const std::vector<Job>& jobs);
