@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libglpk-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
+  libsentencepiece-dev sentencepiece python3-torch
   python3 bible-kjv clang curl chromium iproute2
 )
 # npm: Debian's, unless a Node.js with its own npm is installed already.

@@ -43,8 +43,8 @@ const std::vector<Field>& fields() {
       GS_FIELD("model.vocab", model.vocab, "vocabulary size (256 for the byte tokenizer)"),
       GS_FIELD("model.dropout", model.dropout, "dropout in [0, 1)"),
       GS_FIELD("model.attention", model.attention, "auto (sdpa with LibTorch >= 2, else explicit) | sdpa (LibTorch's scaled-dot-product attention: flash on CUDA) | explicit (matmuls, fp32 softmax)"),
-      GS_FIELD("data.train", data.train, "training token file (greenshard-worker prepare)"),
-      GS_FIELD("data.val", data.val, "validation token file (optional)"),
+      GS_FIELD("data.train", data.train, "training tokens: a token file or a glob of shards, e.g. data/train-*.bin (greenshard-worker prepare)"),
+      GS_FIELD("data.val", data.val, "validation tokens: a token file or a glob of shards (optional)"),
       GS_FIELD("data.seed", data.seed, "sampling seed; batches are a function of (seed, step, rank)"),
       GS_FIELD("optimizer.lr", optimizer.lr, "peak learning rate (AdamW)"),
       GS_FIELD("optimizer.min_lr", optimizer.min_lr, "learning rate at the end of the cosine decay"),
@@ -245,7 +245,10 @@ void validate(const JobConfig& c) {
   need(c.model.context >= 2, "model.context", "must be >= 2");
   need(c.model.vocab >= 2 && c.model.vocab <= 65536, "model.vocab", "must be in [2, 65536]");
   need(c.model.dropout >= 0 && c.model.dropout < 1, "model.dropout", "must be in [0, 1)");
-  need(!c.data.train.empty(), "data.train", "required (a token file from 'greenshard-worker prepare')");
+  // A file or a glob of shards. Whether it exists is the worker's check at
+  // start (TokenDataset), not this one's: the controller validates specs
+  // without the worker's files.
+  need(!c.data.train.empty(), "data.train", "required (a token file or a glob of shards from 'greenshard-worker prepare')");
   need(c.optimizer.lr > 0, "optimizer.lr", "must be > 0");
   need(c.optimizer.min_lr >= 0 && c.optimizer.min_lr <= c.optimizer.lr, "optimizer.min_lr", "must be in [0, optimizer.lr]");
   need(c.optimizer.warmup_steps >= 0, "optimizer.warmup_steps", "must be >= 0");
