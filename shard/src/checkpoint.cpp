@@ -12,6 +12,9 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+#include <caffe2/serialize/inline_container.h>
 
 #ifdef GREENSHARD_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -79,6 +82,30 @@ std::string read_all(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// torch.save's zip format holding a plain {name: tensor} dict. Unlike
+// torch::jit::pickle_save, the dict is not wrapped in
+// torch.jit._pickle.restore_type_tag (a TorchScript type tag), a global that
+// torch.load(weights_only=True) -- the default from PyTorch 2.6 -- refuses.
+// The rest is pickle_save's: _rebuild_tensor_v2 with persistent storages
+// under data/<key>, data.pkl.
+std::string torch_save_bytes(const c10::Dict<std::string, at::Tensor>& dict) {
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler([&](const char* bytes, size_t n) { pickle.insert(pickle.end(), bytes, bytes + n); },
+                              /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+                              /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(c10::IValue(dict));
+  pickler.stop();
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t n) {
+    out.append(static_cast<const char*>(bytes), n);
+    return n;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
+  return out;
 }
 
 std::string state_key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
@@ -262,6 +289,30 @@ std::string latest_checkpoint(const std::string& root) {
   return "";
 }
 
+namespace {
+
+// The manifest of step directory `step` in `store` (`dir` names it in
+// errors), trusted only behind a DONE marker holding its checksum.
+Manifest read_done_manifest(CheckpointStore& store, const std::string& step, const std::string& dir) {
+  const std::string done_path = store.path(step + "/DONE");
+  const std::string manifest_path = store.path(step + "/manifest.txt");
+  const auto done = store.get(step + "/DONE");
+  if (!done)
+    throw std::runtime_error("checkpoint: " + dir + " has no DONE marker (incomplete checkpoint, not trusted)");
+  const auto manifest_text = store.get(step + "/manifest.txt");
+  if (!manifest_text) throw std::runtime_error("checkpoint: missing file " + manifest_path);
+  if (*done != "manifest " + hex64(crc32c(0, manifest_text->data(), manifest_text->size())) + "\n")
+    throw std::runtime_error("checkpoint: " + manifest_path + " does not match the checksum in " + done_path);
+  return parse_manifest(*manifest_text, manifest_path);
+}
+
+}  // namespace
+
+std::string read_checkpoint_extra(const std::string& dir) {
+  auto [store, step] = open_step(dir);
+  return read_done_manifest(*store, step, dir).extra;
+}
+
 LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimizer* opt_base, const std::string& dir) {
   auto* opt = as_adamw(opt_base);
   Runtime& rt = CheckpointAccess::rt(model);
@@ -275,16 +326,8 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
   std::string error;
   try {
     auto [store, step] = open_step(dir);
-    const std::string done_path = store->path(step + "/DONE");
     const std::string manifest_path = store->path(step + "/manifest.txt");
-    const auto done = store->get(step + "/DONE");
-    if (!done)
-      throw std::runtime_error("checkpoint: " + dir + " has no DONE marker (incomplete checkpoint, not trusted)");
-    const auto manifest_text = store->get(step + "/manifest.txt");
-    if (!manifest_text) throw std::runtime_error("checkpoint: missing file " + manifest_path);
-    if (*done != "manifest " + hex64(crc32c(0, manifest_text->data(), manifest_text->size())) + "\n")
-      throw std::runtime_error("checkpoint: " + manifest_path + " does not match the checksum in " + done_path);
-    man = parse_manifest(*manifest_text, manifest_path);
+    man = read_done_manifest(*store, step, dir);
     // Same model?
     auto other = [&](const std::string& why) {
       throw std::runtime_error("checkpoint: " + manifest_path + " was written for another model: " + why);
@@ -419,8 +462,7 @@ void export_full_state_dict(FullyShardedModel& model, const std::string& path, E
   if (writer) {
     try {
       if (format == ExportFormat::kTorchSave) {
-        const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
-        write_durable(path, std::string(bytes.begin(), bytes.end()));
+        write_durable(path, torch_save_bytes(dict));
       } else {
         const std::string tmp = path + ".tmp";
         archive.save_to(tmp);

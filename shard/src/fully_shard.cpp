@@ -158,6 +158,27 @@ MemoryStats FullyShardedModel::memory() const {
   return s;
 }
 
+std::vector<at::Tensor> FullyShardedModel::shard_masks(
+    const std::function<bool(const std::string& name, at::IntArrayRef shape)>& select) const {
+  std::vector<at::Tensor> out;
+  const int64_t group_rank = rt_->shard_group()->rank();
+  for (const auto& u : rt_->units()) {
+    const FlatParamLayout& layout = u->layout();
+    // This rank's shard is [lo, lo + n) of the padded flat parameter (the
+    // whole of it in a one-rank shard group: NO_SHARD, HYBRID_SHARD with
+    // groups of one).
+    const int64_t n = layout.shard_numel(), lo = group_rank * n;
+    const at::Tensor& master = const_cast<Unit&>(*u).master();
+    at::Tensor mask = at::zeros({n}, at::TensorOptions().dtype(at::kBool).device(master.device()));
+    for (const auto& e : layout.entries()) {
+      const int64_t begin = std::max(e.offset, lo), end = std::min(e.offset + e.numel, lo + n);
+      if (begin < end && select(e.name, e.shape)) mask.narrow(0, begin - lo, end - begin).fill_(true);
+    }
+    out.push_back(std::move(mask));
+  }
+  return out;
+}
+
 void FullyShardedModel::reset_peak_memory() { rt_->memory().reset_peak(); }
 
 std::vector<UnitInfo> FullyShardedModel::units() const {

@@ -82,6 +82,12 @@ void set_checkpoint_fault_hook(std::function<void(const std::string& point)> hoo
 // The newest checkpoint directory under root with a DONE marker; "" if none.
 std::string latest_checkpoint(const std::string& root);
 
+// Not collective, needs no model: the `extra` record (save_checkpoint's
+// argument) of the checkpoint `dir` (a latest_checkpoint() result: a step
+// directory's path or S3 URL), after the same checks load_checkpoint makes
+// of its DONE marker and manifest. Throws std::runtime_error naming the file.
+std::string read_checkpoint_extra(const std::string& dir);
+
 struct LoadedCheckpoint {
   int64_t step = 0;
   std::string extra;
@@ -106,9 +112,10 @@ enum class ExportFormat {
   // A LibTorch archive (torch::serialize::InputArchive reads it; each
   // tensor under its name).
   kLibTorchArchive,
-  // torch.save's zip format holding a dict {name: tensor} (written with
-  // torch::jit::pickle_save): Python's torch.load(path) returns the state dict,
-  // torch::jit::pickle_load reads it in C++.
+  // torch.save's zip format holding a plain dict {name: tensor} (what
+  // torch::jit::pickle_save writes, without its TorchScript type tag):
+  // Python's torch.load(path), also with weights_only=True, returns the
+  // state dict; torch::jit::pickle_load reads it in C++.
   kTorchSave,
 };
 void export_full_state_dict(FullyShardedModel& model, const std::string& path,

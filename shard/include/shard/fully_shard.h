@@ -113,6 +113,17 @@ class FullyShardedModel {
   // by unit on every rank. Collective.
   std::map<std::string, at::Tensor> full_parameters();
 
+  // Per-element masks over this rank's shards, for optimizers that treat
+  // parameters differently (weight decay on matrices only, say): one bool
+  // tensor per flat parameter, in parameters() order, with that shard's
+  // numel and device. An element is true when it belongs to an original
+  // parameter for which select(qualified name, shape) is true; padding is
+  // false. Computed from the layout alone (no communication, nothing
+  // stored), so it is right for every strategy and world size, also after a
+  // checkpoint is loaded at another world size.
+  std::vector<at::Tensor> shard_masks(
+      const std::function<bool(const std::string& name, at::IntArrayRef shape)>& select) const;
+
   MemoryStats memory() const;
   void reset_peak_memory();
   std::vector<UnitInfo> units() const;
