@@ -156,6 +156,36 @@ at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
   });
 }
 
+at::Tensor CausalSelfAttentionImpl::forward_cached(const at::Tensor& x, at::Tensor& k_cache, at::Tensor& v_cache,
+                                                   int64_t past) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+  const int64_t nh = n_head_, hs = C / n_head_;
+  const int64_t L = past + T;  // positions attended to
+  // (B, T, C) -> (B, T, 3C) -> 3 x (B, T, C)
+  auto parts = c_attn->forward(x).split(n_embd_, /*dim=*/2);
+  // (B, T, C) -> (B, T, nh, hs) -> (B, nh, T, hs)
+  at::Tensor q = parts[0].view({B, T, nh, hs}).transpose(1, 2);
+  at::Tensor k = parts[1].view({B, T, nh, hs}).transpose(1, 2);
+  at::Tensor v = parts[2].view({B, T, nh, hs}).transpose(1, 2);
+  // The new positions' keys and values into the cache at [past, L).
+  k_cache.narrow(2, past, T).copy_(k);
+  v_cache.narrow(2, past, T).copy_(v);
+  // (B, nh, L, hs): every position so far
+  at::Tensor keys = k_cache.narrow(2, 0, L);
+  at::Tensor values = v_cache.narrow(2, 0, L);
+  // (B, nh, T, hs) @ (B, nh, hs, L) -> (B, nh, T, L)
+  at::Tensor att = at::matmul(q, keys.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hs)));
+  // (T, L) bool: query i sits at position past + i; keys after it -> -inf
+  at::Tensor future = at::ones({T, L}, q.options().dtype(at::kBool)).triu(past + 1);
+  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+  // softmax over keys in fp32, back to the compute dtype
+  att = at::softmax(att, -1, at::kFloat).to(q.scalar_type());
+  // (B, nh, T, L) @ (B, nh, L, hs) -> (B, nh, T, hs) -> (B, T, nh, hs) -> (B, T, C)
+  at::Tensor y = at::matmul(att, values).transpose(1, 2).contiguous().view({B, T, C});
+  // (B, T, C) -> (B, T, C)
+  return c_proj->forward(y);
+}
+
 MLPImpl::MLPImpl(const GPTConfig& c) : dropout_(c.dropout) {
   c_fc = register_module("c_fc", torch::nn::Linear(c.n_embd, 4 * c.n_embd));
   c_proj = register_module("c_proj", torch::nn::Linear(4 * c.n_embd, c.n_embd));
@@ -188,6 +218,13 @@ at::Tensor BlockImpl::forward(const at::Tensor& input) {
     // (B, T, C) -> (B, T, C)
     return y + mlp->forward(ln_2->forward(y));
   });
+}
+
+at::Tensor BlockImpl::forward_cached(const at::Tensor& x, at::Tensor& k_cache, at::Tensor& v_cache, int64_t past) {
+  // (B, T, C) -> (B, T, C)
+  at::Tensor y = x + attn->forward_cached(ln_1->forward(x), k_cache, v_cache, past);
+  // (B, T, C) -> (B, T, C)  (the MLP has no dropout outside training)
+  return y + mlp->forward(ln_2->forward(y));
 }
 
 GPTImpl::GPTImpl(const GPTConfig& c, bool deferred) : config_(c) {
@@ -270,6 +307,59 @@ at::Tensor GPTImpl::forward(const at::Tensor& idx) {
     // (B, T, C) @ (C, V) -> (B, T, V), lm_head tied to wte
     return at::linear(x, wte->weight);
   });
+}
+
+KVCache GPTImpl::make_cache(int64_t batch, int64_t capacity) const {
+  if (batch <= 0) throw std::invalid_argument("GPT::make_cache: batch must be positive, got " + std::to_string(batch));
+  if (capacity == 0) capacity = config_.block_size;
+  if (capacity < 0 || capacity > config_.block_size) {
+    throw std::invalid_argument("GPT::make_cache: capacity must be in [1, block_size " +
+                                std::to_string(config_.block_size) + "], got " + std::to_string(capacity));
+  }
+  const int64_t nh = config_.n_head, hs = config_.n_embd / config_.n_head;
+  // (B, nh, capacity, hs) per layer, like the parameters
+  const auto options = wte->weight.options();
+  KVCache cache;
+  for (int64_t i = 0; i < config_.n_layer; ++i) {
+    cache.k.push_back(at::zeros({batch, nh, capacity, hs}, options));
+    cache.v.push_back(at::zeros({batch, nh, capacity, hs}, options));
+  }
+  return cache;
+}
+
+at::Tensor GPTImpl::forward_cached(const at::Tensor& idx, KVCache& cache) {
+  torch::NoGradGuard no_grad;
+  if (idx.dim() != 2) {
+    throw std::invalid_argument("GPT::forward_cached: idx must be (B, T), got dim " + std::to_string(idx.dim()));
+  }
+  if (static_cast<int64_t>(cache.k.size()) != config_.n_layer || cache.v.size() != cache.k.size()) {
+    throw std::invalid_argument("GPT::forward_cached: the cache has " + std::to_string(cache.k.size()) +
+                                " layers, the model " + std::to_string(config_.n_layer) + " (use make_cache)");
+  }
+  const int64_t B = idx.size(0), T = idx.size(1), past = cache.length;
+  if (T < 1) throw std::invalid_argument("GPT::forward_cached: no new tokens");
+  if (B != cache.k.front().size(0)) {
+    throw std::invalid_argument("GPT::forward_cached: batch " + std::to_string(B) + ", the cache holds " +
+                                std::to_string(cache.k.front().size(0)));
+  }
+  if (past + T > cache.capacity()) {
+    throw std::invalid_argument("GPT::forward_cached: " + std::to_string(past) + " cached + " + std::to_string(T) +
+                                " new positions exceed the cache's capacity " + std::to_string(cache.capacity()));
+  }
+  // (T) positions past..past+T-1
+  at::Tensor pos = at::arange(past, past + T, idx.options().dtype(at::kLong));
+  // (B, T, C) + (T, C) -> (B, T, C)
+  at::Tensor x = wte->forward(idx) + wpe->forward(pos);
+  // n_layer x ((B, T, C) -> (B, T, C)), each through its layer's cache
+  int64_t layer = 0;
+  for (const auto& b : *h) {
+    x = b->as<BlockImpl>()->forward_cached(x, cache.k[layer], cache.v[layer], past);
+    ++layer;
+  }
+  // (B, T, C) -> (B, T, C) @ (C, V) -> (B, T, V), lm_head tied to wte
+  at::Tensor logits = at::linear(ln_f->forward(x), wte->weight);
+  cache.length = past + T;
+  return logits;
 }
 
 at::Tensor GPTImpl::loss(const at::Tensor& logits, const at::Tensor& targets) const {

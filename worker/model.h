@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace greenshard {
 
@@ -89,11 +90,28 @@ double flops_per_token(const GPTConfig& config, int64_t seq_len);
 // computed in fp32 whatever the logits' dtype. Targets equal to -1 are ignored.
 at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets);
 
+// Inference with a key/value cache (GPTImpl::forward_cached): per layer the
+// keys and values of every position seen so far, (B, nh, capacity, hs)
+// each, in the parameters' dtype and device; positions [0, length) are
+// filled. capacity <= block_size: a cache never holds more than the context.
+struct KVCache {
+  std::vector<at::Tensor> k, v;  // one per layer
+  int64_t length = 0;            // positions filled
+  int64_t capacity() const { return k.empty() ? 0 : k.front().size(2); }
+  // Forgets every position (the buffers stay).
+  void clear() { length = 0; }
+};
+
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit CausalSelfAttentionImpl(const GPTConfig& config);
   // (B, T, C) -> (B, T, C)
   at::Tensor forward(const at::Tensor& x);
+  // x (B, T_new, C), the positions past..past+T_new-1 -> (B, T_new, C).
+  // Writes their keys and values into k_cache, v_cache (B, nh, capacity, hs)
+  // at [past, past + T_new) and attends to positions [0, past + T_new)
+  // causally. Explicit attention, no dropout, whatever the config says.
+  at::Tensor forward_cached(const at::Tensor& x, at::Tensor& k_cache, at::Tensor& v_cache, int64_t past);
 
   torch::nn::Linear c_attn{nullptr};
   torch::nn::Linear c_proj{nullptr};
@@ -126,6 +144,8 @@ class BlockImpl : public torch::nn::Module {
   explicit BlockImpl(const GPTConfig& config);
   // (B, T, C) -> (B, T, C)
   at::Tensor forward(const at::Tensor& x);
+  // As forward, with attention through the cache (CausalSelfAttention::forward_cached).
+  at::Tensor forward_cached(const at::Tensor& x, at::Tensor& k_cache, at::Tensor& v_cache, int64_t past);
 
   torch::nn::LayerNorm ln_1{nullptr};
   CausalSelfAttention attn{nullptr};
@@ -159,6 +179,23 @@ class GPTImpl : public torch::nn::Module {
   // idx (B, T) int64 token ids, T <= block_size -> logits (B, T, vocab_size)
   // in the parameters' dtype.
   at::Tensor forward(const at::Tensor& idx);
+
+  // Inference with a KV cache, on an unsharded model (not wrapped by a
+  // shard::FullyShardedModel: the blocks' parameters must be in place) in
+  // eval mode semantics (no dropout).
+  //
+  // An empty cache for `batch` sequences of up to `capacity` positions
+  // (1 <= capacity <= block_size; 0 = block_size), in the parameters' dtype
+  // and device. Throws std::invalid_argument otherwise.
+  KVCache make_cache(int64_t batch, int64_t capacity = 0) const;
+  // idx_new (B, T_new) int64, the tokens at positions cache.length ..
+  // cache.length + T_new - 1 -> logits (B, T_new, vocab_size): the same
+  // logits forward() gives at those positions of the whole sequence (the
+  // cached tokens followed by idx_new), within rounding. Appends their keys
+  // and values to the cache (length += T_new). Throws std::invalid_argument
+  // when the sequence would exceed the cache's capacity or B differs from
+  // the cache's; the cache is unchanged then. Without gradients.
+  at::Tensor forward_cached(const at::Tensor& idx_new, KVCache& cache);
 
   // Same as greenshard::loss.
   at::Tensor loss(const at::Tensor& logits, const at::Tensor& targets) const;
