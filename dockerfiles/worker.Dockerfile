@@ -14,7 +14,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       cmake ninja-build pkg-config \
       libgloo-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev \
-      libyaml-cpp-dev libcli11-dev prometheus-cpp-dev libglpk-dev \
+      libyaml-cpp-dev libcli11-dev prometheus-cpp-dev libglpk-dev libsentencepiece-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -28,16 +28,19 @@ RUN TORCH_PREFIX="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path
       -DCMAKE_PREFIX_PATH="${TORCH_PREFIX}" \
       "-DGREENSHARD_SKIP_DIRS=controller" \
       -DGREENSHARD_TESTS=OFF -DGREENSHARD_BENCH=OFF \
- && cmake --build /build --target greenshard-worker \
- && install -D -m 0755 /build/worker/greenshard-worker /opt/greenshard/bin/greenshard-worker
-# Bundle every shared library the worker resolves to (LibTorch, NCCL, cuDNN,
-# cuBLAS, ...) except the C library and the driver (libcuda comes from the
-# host through the NVIDIA container runtime).
+ && cmake --build /build --target greenshard-worker greenshard_spm \
+ && install -D -m 0755 /build/worker/greenshard-worker /opt/greenshard/bin/greenshard-worker \
+ && install -m 0644 /build/worker/libgreenshard_spm.so /opt/greenshard/bin/libgreenshard_spm.so
+# Bundle every shared library the worker and its SentencePiece module
+# (libgreenshard_spm.so, dlopened from next to the binary) resolve to
+# (LibTorch, NCCL, cuDNN, cuBLAS, libsentencepiece, ...) except the C library
+# and the driver (libcuda comes from the host through the NVIDIA container
+# runtime).
 RUN mkdir -p /opt/greenshard/lib \
- && ldd /opt/greenshard/bin/greenshard-worker \
+ && ldd /opt/greenshard/bin/greenshard-worker /opt/greenshard/bin/libgreenshard_spm.so \
     | awk '/=> \// {print $3}' \
     | grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libnvidia-[^/]*)\.so' \
-    | xargs -r -I{} cp -L {} /opt/greenshard/lib/
+    | sort -u | xargs -r -I{} cp -L {} /opt/greenshard/lib/
 
 FROM nvidia/cuda:12.8.0-runtime-ubuntu24.04 AS runtime
 ENV DEBIAN_FRONTEND=noninteractive

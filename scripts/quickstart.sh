@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Quickstart on one machine, no cluster: set-up, build, then
-#   1. the King James Bible (public domain; Debian's bible-kjv) as byte tokens
+#   1. the King James Bible (public domain; Debian's bible-kjv), tokenized
+#      with a SentencePiece BPE model trained on it (vocabulary $VOCAB)
 #   2. Prometheus (Debian) scraping the controller and the running workers
 #   3. greenshard-controller: local executor, SQLite under runs/quickstart,
 #      two "regions" on this machine replaying the shipped 2023 grid data
 #      (Germany, home; Ontario), carbon-aware placement
 #   4. the example job submitted with the greenshard CLI: a small GPT,
-#      2 ranks FULL_SHARD on CPU; its progress, then a summary.
+#      2 ranks FULL_SHARD on CPU; its progress, then a summary
+#   5. a sample from the trained model (greenshard-worker sample, from the
+#      job's last checkpoint).
 # Everything it started stops at the end or on Ctrl-C.
 #   STEPS=N     shorter run (CI uses STEPS=20)
+#   VOCAB=N     BPE vocabulary (default 4096)
 #   KEEP=1      keep the controller and Prometheus running until Ctrl-C
 #   GREENSHARD_PREBUILT=1 skip set-up and build (the test suite runs it so)
 set -euo pipefail
@@ -24,6 +28,7 @@ WORKER=$BIN/worker/greenshard-worker
 CONTROLLER=$BIN/controller/greenshard-controller
 CLI=$BIN/controller/greenshard
 STEPS=${STEPS:-300}
+VOCAB=${VOCAB:-4096}
 RUN=${QUICKSTART_RUN_DIR:-$ROOT/runs/quickstart}
 DATA=${QUICKSTART_DATA_DIR:-$ROOT/data/kjv}
 PIDS=()
@@ -37,9 +42,10 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # 1. data
 mkdir -p "$DATA" "$RUN"
-if [ ! -f "$DATA/train.bin" ]; then
+# Prepared again when the vocabulary differs from the one on disk.
+if ! grep -q "\"vocab\": *$VOCAB\b" "$DATA/manifest.json" 2>/dev/null || [ ! -f "$DATA/tokenizer.model" ]; then
   bible -f "Gen1:1-Rev22:21" > "$DATA/kjv.txt"
-  "$WORKER" prepare --input "$DATA/kjv.txt" --out "$DATA"
+  "$WORKER" prepare --input "$DATA/kjv.txt" --out "$DATA" --tokenizer bpe --vocab "$VOCAB"
 fi
 
 # 2. controller config: a token, two regions on this machine
@@ -84,8 +90,8 @@ regions: [local-de, local-ca-on]
 home_region: local-de
 estimate: {duration_s: 600, power_watts: 65}
 worker:
-  model: {layers: 4, heads: 4, embd: 128, context: 64}
-  data: {train: $DATA/train.bin, val: $DATA/val.bin, seed: 1234}
+  model: {layers: 4, heads: 4, embd: 128, context: 64, vocab: $VOCAB}
+  data: {train: "$DATA/train-*.bin", val: "$DATA/val-*.bin", seed: 1234}
   optimizer: {lr: 0.003, min_lr: 0.0003, warmup_steps: 20}
   schedule: {steps: $STEPS, batch_size: 8, eval_interval: 50, eval_batches: 4}
   sharding: {strategy: FULL_SHARD}
@@ -103,10 +109,10 @@ echo "Prometheus:    $PROM_URL/graph?g0.expr=greenshard_training_loss"
 "$CLI" watch "$ID" || true
 "$CLI" -o json get "$ID" > "$RUN/job-final.json"
 
-python3 - "$RUN/job-final.json" "$RUN/controller/jobs/$ID/summary.json" "$PROM_URL" "$STEPS" <<'PY'
+python3 - "$RUN/job-final.json" "$RUN/controller/jobs/$ID/summary.json" "$PROM_URL" "$STEPS" "$VOCAB" <<'PY'
 import json, math, sys, time, urllib.parse, urllib.request
 job = json.load(open(sys.argv[1]))
-prom, steps = sys.argv[3], int(sys.argv[4])
+prom, steps, vocab = sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 try:
     s = json.load(open(sys.argv[2]))
 except OSError:
@@ -145,7 +151,7 @@ checks = {
     "job SUCCEEDED and the worker's summary says succeeded": job["state"] == "SUCCEEDED" and s.get("state") == "succeeded",
     f"all {steps} steps ran": s.get("steps") == steps == s.get("total_steps"),
     "the worker's status pushes arrived": pr.get("total_steps") == s.get("total_steps"),
-    "the loss is finite and below ln(256) (uniform over bytes)": isinstance(loss, (int, float)) and math.isfinite(loss) and loss < math.log(256),
+    f"the loss is finite and below ln({vocab}) (uniform over the vocabulary)": isinstance(loss, (int, float)) and math.isfinite(loss) and loss < math.log(vocab),
     "tokens/s measured": (s.get("tokens_per_s") or 0) > 0,
     "energy and operational emissions reported": e.get("joules", 0) > 0 and e.get("operational_grams", 0) > 0,
     "placed in a region with an explanation": bool(p.get("region")) and bool(p.get("explanation")) and "grams_avoided" in p,
@@ -158,6 +164,16 @@ for k in bad:
     print(f"quickstart: FAILED: {k}", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
+
+# 5. what the model learned: text from its last checkpoint
+PROMPT="And God said"
+SAMPLE=$("$WORKER" sample --checkpoint "$RUN/controller/jobs/$ID/ckpt" --prompt "$PROMPT" --tokens 48 \
+  --temperature 0.8 --top-k 40 --seed 1)
+echo "sample         $SAMPLE"
+case "$SAMPLE" in
+  "$PROMPT"?*) ;;
+  *) echo "quickstart: FAILED: the sample does not continue the prompt" >&2; exit 1 ;;
+esac
 echo "status page:   $URL/"
 echo "Prometheus:    $PROM_URL/graph?g0.expr=greenshard_training_loss"
 echo "logs:          $CLI logs $ID --rank 0    (with GREENSHARD_SERVER=$URL GREENSHARD_TOKEN=$TOKEN)"

@@ -1,13 +1,17 @@
 // greenshard-worker: one training job's rank (or, with --nproc or the
 // Kubernetes PET_* variables, the launcher of this node's ranks).
 //
-//   greenshard-worker prepare --input TEXT... --out DIR [--val-fraction 0.05]
+//   greenshard-worker prepare --input PATH_OR_GLOB... --out DIR [--val-fraction 0.05] [--tokenizer byte|bpe]
+//                             [--vocab 8192] [--tokenizer-model FILE] [--shard-tokens N] [--threads N] [--sample-mb 16]
+//   greenshard-worker sample (--checkpoint DIR | --export FILE) --prompt TEXT --tokens N [--temperature T]
+//                            [--top-k K] [--seed S] [--tokenizer-model FILE]
 //   greenshard-worker --config job.json [--section.field VALUE ...] [--log-format json] [--print-config] [--nproc N]
 //
 // The job spec, the environment and the exit codes: docs/worker-controller.md.
 #include "shard/launch.h"
 #include "worker/config.h"
-#include "worker/data.h"
+#include "worker/prepare.h"
+#include "worker/sample.h"
 #include "worker/trainer.h"
 
 #include <CLI/CLI.hpp>
@@ -20,10 +24,17 @@
 
 namespace {
 
-int run_prepare(const std::vector<std::string>& inputs, const std::string& out, double val_fraction) {
-  auto r = greenshard::prepare_token_files(inputs, out, val_fraction);
-  std::cout << "prepare: " << out << "/train.bin " << r.train_tokens << " tokens, " << out << "/val.bin "
-            << r.val_tokens << " tokens (byte-level, vocabulary 256)" << std::endl;
+int run_prepare(const greenshard::PrepareOptions& o) {
+  const auto r = greenshard::prepare(o);
+  auto files = [](const std::vector<std::string>& f) {
+    if (f.empty()) return std::string("no files");
+    return f.size() == 1 ? f.front() : f.front() + " .. " + f.back() + " (" + std::to_string(f.size()) + " shards)";
+  };
+  std::cout << "prepare: " << r.input_bytes << " bytes -> train " << r.train_tokens << " tokens in " << files(r.train_files)
+            << ", val " << r.val_tokens << " tokens in " << files(r.val_files) << "; tokenizer "
+            << greenshard::to_string(r.tokenizer.kind) << ", vocabulary " << r.tokenizer.vocab
+            << (r.tokenizer_model.empty() ? std::string() : ", model " + r.tokenizer_model) << "; manifest "
+            << o.out_dir << "/manifest.json" << std::endl;
   return 0;
 }
 
@@ -47,13 +58,21 @@ int main(int argc, char** argv) {
     app.add_option("--" + f.path, flag_values[f.path], f.help + " [" + f.type + ", default " +
                                                           (f.default_value.empty() ? "''" : f.default_value) + "]");
   }
-  auto* prepare = app.add_subcommand("prepare", "turn text files into DIR/train.bin and DIR/val.bin (byte tokens)");
-  std::vector<std::string> inputs;
-  std::string out_dir;
-  double val_fraction = 0.05;
-  prepare->add_option("--input", inputs, "text files")->required();
-  prepare->add_option("--out", out_dir, "output directory")->required();
-  prepare->add_option("--val-fraction", val_fraction, "share of tokens for validation, [0, 1)");
+  auto* prepare = app.add_subcommand(
+      "prepare", "turn text into token shards DIR/train-NNNNN.bin and DIR/val-NNNNN.bin (docs/worker-controller.md)");
+  greenshard::PrepareOptions popt;
+  prepare->add_option("--input", popt.inputs, "text files, named pipes or glob patterns, read in order")->required();
+  prepare->add_option("--out", popt.out_dir, "output directory")->required();
+  prepare->add_option("--val-fraction", popt.val_fraction, "share of tokens for validation, [0, 1) [0.05]");
+  prepare->add_option("--tokenizer", popt.tokenizer, "byte (vocabulary 256) | bpe (SentencePiece BPE) [byte]");
+  prepare->add_option("--vocab", popt.vocab, "bpe: vocabulary to train, [260, 2^31-1] [8192]");
+  prepare->add_option("--tokenizer-model", popt.tokenizer_model,
+                      "an existing SentencePiece .model to encode with (copied to DIR/tokenizer.model)");
+  prepare->add_option("--shard-tokens", popt.shard_tokens, "tokens per shard file [2^28]");
+  prepare->add_option("--threads", popt.threads, "encoding threads, [1, 64] [hardware threads]");
+  prepare->add_option("--sample-mb", popt.sample_mb, "bpe: train on the first N MB of the text, [1, 256] [16]");
+  greenshard::SampleOptions sample_options;
+  auto* sample = greenshard::add_sample_command(app, sample_options);
 
   try {
     app.parse(argc, argv);
@@ -63,7 +82,16 @@ int main(int argc, char** argv) {
     return greenshard::kExitBadConfig;
   }
   try {
-    if (prepare->parsed()) return run_prepare(inputs, out_dir, val_fraction);
+    if (prepare->parsed()) {
+      if (prepare->count("--tokenizer-model") && !prepare->count("--tokenizer")) popt.tokenizer = "bpe";
+      if (prepare->count("--threads") && popt.threads < 1) throw std::invalid_argument("--threads: must be in [1, 64]");
+      if (prepare->count("--vocab") && popt.tokenizer != "bpe")
+        throw std::invalid_argument("--vocab: only with --tokenizer bpe (the byte tokenizer's vocabulary is 256)");
+      if (prepare->count("--vocab") && prepare->count("--tokenizer-model"))
+        throw std::invalid_argument("--vocab: not with --tokenizer-model (the model fixes the vocabulary)");
+      return run_prepare(popt);
+    }
+    if (sample->parsed()) return greenshard::run_sample(sample_options, std::cout);
 
     greenshard::JobConfig cfg;
     if (!config_path.empty()) greenshard::apply_config_file(cfg, config_path);

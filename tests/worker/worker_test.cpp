@@ -537,6 +537,15 @@ TEST(Worker, StatusPushReportsFailedWhenTrainingThrows) {
 }
 
 // ---- bad input: a clear error naming what is wrong, exit 2, nothing saved ----
+// `prepare --tokenizer bpe` of the job's text into <job dir>/<out>.
+void prepare_bpe(Job& j, const std::string& out, int vocab, std::vector<std::string> more = {}) {
+  std::vector<std::string> a{kWorker, "prepare", "--input", kText, "--out", j.dir.file(out), "--tokenizer", "bpe",
+                             "--vocab", std::to_string(vocab)};
+  a.insert(a.end(), more.begin(), more.end());
+  auto r = gstest::run_process(a, {}, 120s);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
 struct BadCase {
   const char* sentence;
   std::function<std::vector<std::string>(Job&)> extra_args;
@@ -612,6 +621,21 @@ const BadCase kBad[] = {
      "sharding.strategy: must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD, got 'ZERO3'"},
     {"an unknown device", [](Job&) { return std::vector<std::string>{"--device", "tpu"}; },
      "device: must be auto, cpu or cuda, got 'tpu'"},
+    {"a glob that matches no shard",
+     [](Job& j) { return std::vector<std::string>{"--data.train", j.dir.file("data/nothing-*.bin")}; },
+     "data.train: ", "ckpt"},
+    {"a model.vocab smaller than the tokenizer the token files record",
+     [](Job& j) {
+       prepare_bpe(j, "bpe", 300);
+       return std::vector<std::string>{"--data.train", j.dir.file("bpe/train-*.bin")};
+     },
+     "model.vocab: 256 is smaller than the vocabulary of the sentencepiece tokenizer"},
+    {"validation shards of another tokenizer than the training shards",
+     [](Job& j) {
+       prepare_bpe(j, "bpe", 300);
+       return std::vector<std::string>{"--data.train", j.dir.file("bpe/train.bin"), "--model.vocab", "300"};
+     },
+     "data.val: "},
     // This machine's worker is the CPU build: every rank refuses, none hangs.
     {"cuda on a CPU-only build", [](Job&) { return std::vector<std::string>{"--device", "cuda"}; },
      "device: cuda needs a GPU build of greenshard-worker"},
@@ -619,6 +643,55 @@ const BadCase kBad[] = {
 
 INSTANTIATE_TEST_SUITE_P(Table, BadInput, ::testing::ValuesIn(kBad),
                          [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+// ---- subword tokens, sharded data, the model card, sample ------------------
+TEST(Worker, TrainsOnBpeShardsAndSampleContinuesThePromptFromTheCheckpointAndTheExport) {
+  Job job(30);
+  // Several shards (512-token shards of the GPL's ~8k BPE tokens), read as
+  // one sequence through the glob.
+  prepare_bpe(job, "bpe", 512, {"--shard-tokens", "1024"});
+  std::vector<std::string> shards;
+  for (const auto& e : fs::directory_iterator(job.dir.file("bpe")))
+    if (e.path().filename().string().rfind("train-", 0) == 0) shards.push_back(e.path().string());
+  ASSERT_GE(shards.size(), 3u);
+  const std::string exported = job.dir.file("model.pt");
+  auto r = job.run(2, {"--data.train", job.dir.file("bpe/train-*.bin"), "--data.val", job.dir.file("bpe/val-*.bin"),
+                       "--model.vocab", "512", "--export_path", exported, "--export_format", "torch_save"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(std::to_string(shards.size()) + " shards"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("vocabulary 512"), std::string::npos) << r.output;
+  auto s = job.summary();
+  EXPECT_EQ(s["state"], "succeeded");
+  // BPE loss starts near ln(512) = 6.24.
+  EXPECT_LT(s["final_loss"].get<double>(), 6.0) << s.dump(2);
+
+  // The card next to the export names the tokenizer prepare wrote.
+  std::ifstream card_in(exported + ".json");
+  ASSERT_TRUE(card_in.good());
+  const json card = json::parse(card_in);
+  EXPECT_EQ(card["tokenizer"]["kind"], "sentencepiece");
+  EXPECT_EQ(card["tokenizer"]["vocab"], 512);
+  EXPECT_EQ(card["tokenizer"]["model"], fs::absolute(job.dir.file("bpe/tokenizer.model")).string());
+  EXPECT_EQ(card["model"]["vocab"], 512);
+  EXPECT_EQ(card["model"]["layers"], 2);
+
+  auto sample = [&](std::vector<std::string> from, std::vector<std::string> more) {
+    std::vector<std::string> a{kWorker, "sample"};
+    a.insert(a.end(), from.begin(), from.end());
+    for (const char* f : {"--prompt", "The GNU General Public License", "--tokens", "12"}) a.push_back(f);
+    a.insert(a.end(), more.begin(), more.end());
+    auto out = gstest::run_process(a, {{"OMP_NUM_THREADS", "1"}}, 120s);
+    EXPECT_EQ(out.exit_code, 0) << out.output;
+    return out.output;
+  };
+  const std::vector<std::string> ckpt{"--checkpoint", job.dir.file("ckpt")};
+  const std::string a = sample(ckpt, {"--seed", "5", "--top-k", "20"});
+  EXPECT_EQ(a.rfind("The GNU General Public License", 0), 0u) << a;
+  EXPECT_GT(a.size(), std::string("The GNU General Public License\n").size()) << a;
+  EXPECT_EQ(sample(ckpt, {"--seed", "5", "--top-k", "20"}), a) << "a fixed seed gives the same text";
+  // Greedy text from the final checkpoint and from the export: the same model.
+  EXPECT_EQ(sample(ckpt, {"--temperature", "0"}), sample({"--export", exported}, {"--temperature", "0"}));
+}
 
 // ---- metrics: a real Prometheus scrapes a running worker ------------------
 json prom_query(int port, const std::string& q) {
