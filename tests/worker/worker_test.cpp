@@ -626,14 +626,14 @@ const BadCase kBad[] = {
      "data.train: ", "ckpt"},
     {"a model.vocab smaller than the tokenizer the token files record",
      [](Job& j) {
-       prepare_bpe(j, "bpe", 300);
+       prepare_bpe(j, "bpe", 400);
        return std::vector<std::string>{"--data.train", j.dir.file("bpe/train-*.bin")};
      },
      "model.vocab: 256 is smaller than the vocabulary of the sentencepiece tokenizer"},
     {"validation shards of another tokenizer than the training shards",
      [](Job& j) {
-       prepare_bpe(j, "bpe", 300);
-       return std::vector<std::string>{"--data.train", j.dir.file("bpe/train.bin"), "--model.vocab", "300"};
+       prepare_bpe(j, "bpe", 400);
+       return std::vector<std::string>{"--data.train", j.dir.file("bpe/train.bin"), "--model.vocab", "400"};
      },
      "data.val: "},
     // This machine's worker is the CPU build: every rank refuses, none hangs.
