@@ -9,10 +9,26 @@
 // Roles: user — own tenant's jobs; admin — every tenant's jobs (tenant "*");
 // worker — only POST /v1/jobs/{id}/status. Each job also has its own worker
 // token (Job::worker_token), checked by the API, valid for that job only.
+//
+// Rotation without a restart: an Auth's table is an immutable snapshot
+// behind a lock; replace() swaps in another whole table, so a request sees
+// the old table or the new one, never a mix. AuthReloader watches the file
+// (stat every poll interval: device, inode, size, mtime, ctime — so an
+// editor's or Kubernetes' replace-by-rename is seen) and reloads it on change
+// and on request_reload() (SIGHUP in greenshard-controller). A reload that
+// fails (unreadable file, bad line) keeps the last good table and logs one
+// line naming the file and line.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "controller/api_types.h"
@@ -29,6 +45,12 @@ struct Principal {
 
 class Auth {
  public:
+  Auth();
+  // Copies share the (immutable) table at the time of the copy; a later
+  // replace() of one does not change the other.
+  Auth(const Auth& other);
+  Auth& operator=(const Auth& other);
+
   // Throws std::runtime_error naming the file and line.
   static Auth load_file(const std::string& path);
   static Auth from_text(const std::string& text, const std::string& origin = "tokens");
@@ -38,13 +60,84 @@ class Auth {
   Principal authenticate(const std::string& authorization_header) const;
   // nullopt when unknown (no exception).
   std::optional<Principal> lookup(const std::string& token) const;
-  size_t size() const { return by_hash_.size(); }
+  size_t size() const;
+
+  // Atomically replaces this table with `other`'s (thread-safe against
+  // authenticate/lookup on other threads).
+  void replace(const Auth& other);
 
  private:
-  std::unordered_map<std::string, Principal> by_hash_;  // sha256(token) -> principal
+  using Table = std::unordered_map<std::string, Principal>;  // sha256(token) -> principal
+  std::shared_ptr<const Table> snapshot() const;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const Table> table_;
 };
 
 // Extracts the token from "Bearer <token>"; nullopt when malformed.
 std::optional<std::string> bearer_token(const std::string& header);
+
+// The default poll interval of AuthReloader: a changed file is in force at
+// most this long (plus one parse) after the change, well inside the
+// one-second revocation bound.
+inline constexpr std::chrono::milliseconds kTokensPollDefault{200};
+
+struct AuthReloadOptions {
+  // How often the file is stat()ed; 0 = never (reload only on request_reload()).
+  std::chrono::milliseconds poll = kTokensPollDefault;
+  // One line per reload or failed reload, without a newline. Default: stderr,
+  // prefixed "greenshard-controller: ".
+  std::function<void(const std::string&)> log;
+  // After every reload attempt: ok = the new table is in force.
+  std::function<void(bool ok)> on_reload;
+};
+
+class AuthReloader {
+ public:
+  // `auth` must outlive the reloader. The file is read once now (its stat
+  // taken before the read) and, when it parses, put in force; the watch
+  // thread then starts. Throws only when the thread or the wake-up pipe
+  // cannot be made.
+  AuthReloader(Auth& auth, std::string path, AuthReloadOptions options = {});
+  ~AuthReloader();  // stop()
+  AuthReloader(const AuthReloader&) = delete;
+  AuthReloader& operator=(const AuthReloader&) = delete;
+
+  // Re-reads the file now, changed or not, on the watch thread.
+  // Async-signal-safe (an atomic flag and a write(2) to a self-pipe).
+  void request_reload();
+  // Stops and joins the watch thread; safe to call more than once and from
+  // several threads.
+  void stop();
+
+  uint64_t reloads() const { return reloads_.load(); }   // tables put in force (not the first read)
+  uint64_t failures() const { return failures_.load(); }  // reloads refused, last table kept
+
+ private:
+  struct FileSig {
+    bool exists = false;
+    uint64_t dev = 0, ino = 0;
+    int64_t size = 0, mtime_ns = 0, ctime_ns = 0;
+    bool operator==(const FileSig&) const = default;
+  };
+  static FileSig stat_file(const std::string& path);
+  void run();
+  void check(bool forced, bool initial);
+  void log(const std::string& line) const;
+
+  Auth& auth_;
+  const std::string path_;
+  const AuthReloadOptions opt_;
+  int pipe_[2] = {-1, -1};
+  std::atomic<bool> stop_{false}, requested_{false};
+  std::atomic<uint64_t> reloads_{0}, failures_{0};
+  std::mutex stop_mu_;
+  std::thread thread_;
+  // Watch thread only (and the constructor, before it starts).
+  FileSig sig_;
+  bool racy_ = false;  // the last read saw an mtime too recent to trust the stat alone
+  std::optional<std::string> last_text_;  // what the last attempt read (nullopt: unreadable)
+  std::string last_error_;
+};
 
 }  // namespace controller

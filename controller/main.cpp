@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
   app.add_option("--data-dir", data_dir, "job store and local job files")->envname("GREENSHARD_DATA_DIR");
   app.add_option("--tokens", tokens, "tokens file: token,tenant,role per line")
       ->required()->envname("GREENSHARD_TOKENS_FILE");
+  int tokens_poll_ms = int(kTokensPollDefault.count());
+  app.add_option("--tokens-poll-ms", tokens_poll_ms,
+                 "check the tokens file for changes this often (0 = reload on SIGHUP only)")
+      ->check(CLI::Range(0, 60000));
   app.add_option("--regions", regions_file, "regions YAML (default: one local region)")
       ->envname("GREENSHARD_REGIONS_FILE");
   app.add_option("--carbon-source", carbon_source_file,
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGHUP);  // reload the tokens file
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -98,6 +103,10 @@ int main(int argc, char** argv) {
     Registry registry(store, clock, RegistryOptions{max_live});
     registry.load();
     Metrics metrics;
+    AuthReloadOptions aro;
+    aro.poll = std::chrono::milliseconds(tokens_poll_ms);
+    aro.on_reload = [&metrics](bool ok) { metrics.auth_reloaded(ok); };
+    AuthReloader auth_reloader(auth, tokens, aro);
 
     for (size_t i = 0; i < regions.size(); ++i) {
       if (regions[i].zone.empty()) continue;
@@ -163,7 +172,7 @@ int main(int argc, char** argv) {
     std::thread sched_thread([&] { sched.run(std::chrono::milliseconds(cycle_ms)); });
     std::thread signal_thread([&] {
       int sig = 0;
-      sigwait(&sigs, &sig);
+      while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) auth_reloader.request_reload();
       std::fprintf(stderr, "greenshard-controller: signal %d, shutting down\n", sig);
       api.stop();
     });

@@ -71,6 +71,15 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Counter>& submissions =
       BuildCounter().Name("greenshard_job_submissions_total")
           .Help("Jobs accepted").Register(*reg);
+  prometheus::Family<prometheus::Counter>& auth_reloads =
+      BuildCounter().Name("greenshard_auth_reloads_total")
+          .Help("Tokens file reloads put in force (on change or SIGHUP)").Register(*reg);
+  prometheus::Family<prometheus::Counter>& auth_reload_failures =
+      BuildCounter().Name("greenshard_auth_reload_failures_total")
+          .Help("Tokens file reloads refused (unreadable or malformed); the last good tokens stay in force")
+          .Register(*reg);
+  prometheus::Counter& auth_reloads_c = auth_reloads.Add({});
+  prometheus::Counter& auth_reload_failures_c = auth_reload_failures.Add({});
   prometheus::Counter& cycles_c = cycles.Add({});
   prometheus::Counter& avoided_c = avoided.Add({});
   prometheus::Counter& submissions_c = submissions.Add({});
@@ -150,6 +159,7 @@ void Metrics::request(const std::string& method, int code) {
   impl_->requests.Add({{"method", method}, {"code", std::to_string(code)}}).Increment();
 }
 void Metrics::submitted() { impl_->submissions_c.Increment(); }
+void Metrics::auth_reloaded(bool ok) { (ok ? impl_->auth_reloads_c : impl_->auth_reload_failures_c).Increment(); }
 
 std::string Metrics::render() const {
   {

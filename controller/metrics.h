@@ -30,6 +30,9 @@
 //                                    never falls)
 //   greenshard_api_requests_total{method,code}         counter
 //   greenshard_job_submissions_total                   counter
+//   greenshard_auth_reloads_total                      counter (tokens file reloads put in force)
+//   greenshard_auth_reload_failures_total              counter (reloads refused; the last good
+//                                    table stays in force)
 #pragma once
 
 #include <functional>
@@ -73,6 +76,8 @@ class Metrics {
   void change_avoided_grams(double grams);  // ignored when <= 0
   void request(const std::string& method, int code);
   void submitted();
+  // A tokens file reload (AuthReloader): ok = put in force, else refused.
+  void auth_reloaded(bool ok);
   std::string render() const;
 
  private:
