@@ -1,17 +1,33 @@
-// bench_controller_load: POST /v1/jobs throughput and latency against a
-// greenshard-controller (API server, registry, scheduler, local executor)
-// whose job store is the durable SQLite file (WAL, synchronous=FULL: every
-// acknowledged submission is fsync'd) in a temp dir on this machine's disk.
+// bench_controller_load: durable POST /v1/jobs against its dry run
+// (POST /v1/jobs?dryRun=true) on the same greenshard-controller (API server,
+// registry, scheduler, local executor) in the same run. A durable submit is
+// acknowledged only once its job is in the SQLite file (WAL,
+// synchronous=FULL: fsync'd, group-committed); a dry run goes through the
+// very same authentication, parsing and checks and stores nothing. Their
+// ratio says what durability costs on this machine, whatever the machine's
+// speed (an absolute rate swings by 20% between runs on shared VMs).
 // Load generators are keep-alive HTTP clients on loopback, each submitting
-// back to back; every run is bounded by a count and a time limit.
+// back to back; every row is bounded by a count and a time limit. Each
+// client count runs `--rounds` durable and dry-run rows, alternating which
+// goes first (ABBA), so that drift (the store growing, a noisy neighbour)
+// falls on both alike.
 //
 //   bench_controller_load [--clients 1,4,16,32] [--requests 6000] [--seconds 20]
+//                         [--rounds 2] [--warmup 500] [--headline-clients 4] [--scheduler on|off]
 //
-// Prints an nccl-tests style table and ends with
-//   RESULT controller_load submits_per_s=<x> p50_ms=<x> p99_ms=<x> durable=<0|1>
-// (durable=1: every acknowledged job was read back from the SQLite file)
-// for the configuration with the highest throughput whose p99 <= 10 ms (or
-// the highest throughput when none meets it).
+// --scheduler off: no scheduler thread (the API and the store alone), to
+// see what the scheduler's cycles (each durable submission wakes one, at
+// most one per 100 ms) take from the submissions on a small machine.
+//
+// Prints an nccl-tests style table (durable | dry run | ratio, per client
+// count) and ends with
+//   RESULT controller_load durable_vs_dryrun=<x> p99_ms=<x> clients=<n> submits_per_s=<x>
+//          dryrun_per_s=<x> p50_ms=<x> dryrun_p99_ms=<x> peak_durable_vs_dryrun=<x> durable=<0|1>
+// at --headline-clients (p50/p99: durable submits), where durable_vs_dryrun
+// = durable submits/s / dry-run submits/s at that client count,
+// peak_durable_vs_dryrun = the same for each mode's best client count, and
+// durable=1 when every acknowledged durable submission, and nothing else
+// (no dry run), was read back from the SQLite file after the server stopped.
 #include <httplib.h>
 #include <unistd.h>
 
@@ -23,7 +39,9 @@
 #include <filesystem>
 #include <mutex>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "controller/api.h"
 
@@ -32,11 +50,17 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-struct Row {
-  int clients = 0;
+struct Sample {
   int64_t ok = 0, errors = 0;
+  double seconds = 0;
+  std::vector<double> lat_ms;
+  int64_t commits = 0, cycles = 0;
+  std::string first_error;
+};
+
+struct Stats {
+  int64_t ok = 0, errors = 0, commits = 0, cycles = 0;
   double seconds = 0, rate = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
-  int64_t commits = 0;
 };
 
 double pct(std::vector<double>& v, double p) {
@@ -44,6 +68,25 @@ double pct(std::vector<double>& v, double p) {
   size_t i = std::min(v.size() - 1, size_t(p / 100.0 * double(v.size())));
   std::nth_element(v.begin(), v.begin() + long(i), v.end());
   return v[i];
+}
+
+Stats summarize(std::vector<Sample>& samples) {
+  Stats s;
+  std::vector<double> all;
+  for (auto& x : samples) {
+    s.ok += x.ok;
+    s.errors += x.errors;
+    s.seconds += x.seconds;
+    s.commits += x.commits;
+    s.cycles += x.cycles;
+    all.insert(all.end(), x.lat_ms.begin(), x.lat_ms.end());
+  }
+  s.rate = s.seconds > 0 ? double(s.ok) / s.seconds : 0;
+  s.p50 = pct(all, 50);
+  s.p90 = pct(all, 90);
+  s.p99 = pct(all, 99);
+  s.max = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
+  return s;
 }
 
 std::vector<int> parse_list(const std::string& s) {
@@ -58,6 +101,10 @@ std::vector<int> parse_list(const std::string& s) {
     }
     out.push_back(v);
   }
+  if (out.empty()) {
+    std::fprintf(stderr, "bench_controller_load: --clients: empty list\n");
+    std::exit(2);
+  }
   return out;
 }
 
@@ -67,6 +114,10 @@ int main(int argc, char** argv) {
   std::vector<int> clients = {1, 4, 16, 32};
   int64_t requests = 6000;
   double seconds = 20;
+  int rounds = 2;
+  int64_t warmup = 500;
+  int headline_clients = 4;
+  bool run_scheduler = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -79,13 +130,29 @@ int main(int argc, char** argv) {
     if (a == "--clients") clients = parse_list(next());
     else if (a == "--requests") requests = std::atoll(next().c_str());
     else if (a == "--seconds") seconds = std::atof(next().c_str());
+    else if (a == "--rounds") rounds = std::atoi(next().c_str());
+    else if (a == "--warmup") warmup = std::atoll(next().c_str());
+    else if (a == "--headline-clients") headline_clients = std::atoi(next().c_str());
+    else if (a == "--scheduler") {
+      const std::string v = next();
+      if (v != "on" && v != "off") {
+        std::fprintf(stderr, "bench_controller_load: --scheduler: on or off, got '%s'\n", v.c_str());
+        return 2;
+      }
+      run_scheduler = v == "on";
+    }
     else {
       std::fprintf(stderr, "bench_controller_load: unknown flag '%s'\n", a.c_str());
       return 2;
     }
   }
-  if (requests < 1 || !(seconds > 0)) {
-    std::fprintf(stderr, "bench_controller_load: --requests and --seconds must be positive\n");
+  if (requests < 1 || !(seconds > 0) || rounds < 1 || warmup < 0) {
+    std::fprintf(stderr,
+                 "bench_controller_load: --requests, --seconds and --rounds must be positive, --warmup >= 0\n");
+    return 2;
+  }
+  if (std::find(clients.begin(), clients.end(), headline_clients) == clients.end()) {
+    std::fprintf(stderr, "bench_controller_load: --headline-clients %d is not in --clients\n", headline_clients);
     return 2;
   }
 
@@ -114,28 +181,26 @@ int main(int argc, char** argv) {
   const int port = api.bind("127.0.0.1", 0);
   sched.set_status_url_base("http://127.0.0.1:" + std::to_string(port));
   std::thread server([&] { api.serve(); });
-  std::thread scheduler([&] { sched.run(std::chrono::milliseconds(1000)); });
+  // The scheduler runs as in the controller: a cycle every second and soon
+  // after each (durable) submission, at most one per 100 ms; dry runs do
+  // not wake it. --scheduler off leaves only the API and the store.
+  std::thread scheduler;
+  if (run_scheduler) scheduler = std::thread([&] { sched.run(std::chrono::milliseconds(1000)); });
 
   const std::string body =
       R"({"name":"bench","worker":{"data":{"train":"t.bin"},"schedule":{"steps":10}},"regions":["DE","FR"],"procs_per_node":1,"max_delay_s":3600})";
 
-  std::printf("# controller_load: POST /v1/jobs on loopback, durable SQLite store (WAL, synchronous=FULL) in %s\n",
-              dir.c_str());
-  std::printf("# %d CPUs; each row: at most %lld submissions or %.0f s\n#\n", int(std::thread::hardware_concurrency()),
-              static_cast<long long>(requests), seconds);
-  std::printf("# %7s %9s %7s %8s %11s %8s %8s %8s %8s %8s %10s\n", "clients", "submits", "errors", "time_s",
-              "submits/s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "commits", "jobs/fsync");
-
-  std::vector<Row> rows;
-  for (int n : clients) {
-    Row row;
-    row.clients = n;
+  // One row: n keep-alive clients submitting back to back, durable or dry run.
+  auto run_row = [&](int n, bool dry, int64_t count) {
+    Sample out;
+    const char* path = dry ? "/v1/jobs?dryRun=true" : "/v1/jobs";
+    const int want = dry ? 200 : 201;
     std::atomic<int64_t> issued{0};
     std::vector<std::vector<double>> lat(static_cast<size_t>(n));
     std::atomic<int64_t> errors{0};
     std::mutex err_mu;
-    std::string first_error;
     const int64_t commits0 = store.commits();
+    const int64_t cycles0 = sched.cycles();
     const auto t0 = SteadyClock::now();
     const auto deadline = t0 + std::chrono::duration<double>(seconds);
     std::vector<std::thread> ts;
@@ -146,68 +211,124 @@ int main(int argc, char** argv) {
         cli.set_keep_alive(true);
         cli.set_tcp_nodelay(true);
         httplib::Headers h;
-        while (issued.fetch_add(1) < requests && SteadyClock::now() < deadline) {
+        while (issued.fetch_add(1) < count && SteadyClock::now() < deadline) {
           auto a = SteadyClock::now();
-          auto r = cli.Post("/v1/jobs", h, body, "application/json");
+          auto r = cli.Post(path, h, body, "application/json");
           auto b = SteadyClock::now();
-          if (r && r->status == 201) lat[size_t(c)].push_back(std::chrono::duration<double, std::milli>(b - a).count());
-          else {
-            if (errors++ == 0) {
-              std::lock_guard<std::mutex> l(err_mu);
-              first_error = r ? "HTTP " + std::to_string(r->status) + " " + r->body : httplib::to_string(r.error());
-            }
+          // A dry run must say so (and a durable submit must not).
+          const bool ok = r && r->status == want && (r->body.find("\"dryRun\":true") != std::string::npos) == dry;
+          if (ok) lat[size_t(c)].push_back(std::chrono::duration<double, std::milli>(b - a).count());
+          else if (errors++ == 0) {
+            std::lock_guard<std::mutex> l(err_mu);
+            out.first_error = r ? "HTTP " + std::to_string(r->status) + " " + r->body.substr(0, 300)
+                                : httplib::to_string(r.error());
           }
         }
       });
     for (auto& t : ts) t.join();
-    row.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-    std::vector<double> all;
-    for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
-    row.ok = int64_t(all.size());
-    row.errors = errors;
-    row.rate = double(row.ok) / row.seconds;
-    row.p50 = pct(all, 50);
-    row.p90 = pct(all, 90);
-    row.p99 = pct(all, 99);
-    row.max = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
-    row.commits = store.commits() - commits0;
-    std::printf("  %7d %9lld %7lld %8.2f %11.1f %8.3f %8.3f %8.3f %8.3f %8lld %10.2f\n", n,
-                static_cast<long long>(row.ok), static_cast<long long>(row.errors), row.seconds, row.rate, row.p50,
-                row.p90, row.p99, row.max, static_cast<long long>(row.commits),
-                row.commits ? double(row.ok) / double(row.commits) : 0.0);
-    if (!first_error.empty()) std::printf("#   first error: %s\n", first_error.c_str());
-    std::fflush(stdout);
-    rows.push_back(row);
+    out.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+    for (auto& v : lat) {
+      out.ok += int64_t(v.size());
+      out.lat_ms.insert(out.lat_ms.end(), v.begin(), v.end());
+    }
+    out.errors = errors;
+    out.commits = store.commits() - commits0;
+    out.cycles = sched.cycles() - cycles0;
+    return out;
+  };
+
+  std::printf("# controller_load: POST /v1/jobs (durable: SQLite WAL, synchronous=FULL, group commit) vs\n"
+              "# POST /v1/jobs?dryRun=true (same checks, nothing stored) on one in-process controller, loopback,\n"
+              "# store in %s\n",
+              dir.c_str());
+  std::printf("# %d CPUs; each row: at most %lld submissions or %.0f s; %d round(s) per mode and client count, "
+              "alternating order; %lld warm-up submissions of each mode first; scheduler %s\n#\n",
+              int(std::thread::hardware_concurrency()), static_cast<long long>(requests), seconds, rounds,
+              static_cast<long long>(warmup), run_scheduler ? "running" : "off");
+
+  int64_t acked_durable = 0, acked_dry = 0;
+  if (warmup > 0) {
+    Sample w = run_row(1, false, warmup), d = run_row(1, true, warmup);
+    acked_durable += w.ok;
+    acked_dry += d.ok;
   }
 
-  // Every acknowledged job is in the store file (read back from SQLite).
-  const int64_t acked = [&] {
-    int64_t s = 0;
-    for (auto& r : rows) s += r.ok;
-    return s;
-  }();
+  struct Line {
+    int clients;
+    Stats durable, dry;
+    std::string first_error;
+  };
+  std::vector<Line> lines;
+  for (int n : clients) {
+    std::vector<Sample> ds, rs;
+    for (int round = 0; round < rounds; ++round) {
+      const bool dry_first = round % 2 == 1;
+      for (int k = 0; k < 2; ++k) {
+        const bool dry = (k == 0) == dry_first;
+        Sample s = run_row(n, dry, requests);
+        (dry ? rs : ds).push_back(std::move(s));
+      }
+    }
+    Line l{n, summarize(ds), summarize(rs), ""};
+    for (auto* v : {&ds, &rs})
+      for (auto& s : *v)
+        if (l.first_error.empty() && !s.first_error.empty()) l.first_error = s.first_error;
+    acked_durable += l.durable.ok;
+    acked_dry += l.dry.ok;
+    lines.push_back(std::move(l));
+  }
+
+  std::printf("# %7s | %-79s | %-60s | %s\n", "", "durable (fsync'd before the reply)", "dry run (nothing stored)",
+              "ratio");
+  std::printf("# %7s | %9s %6s %10s %7s %7s %7s %7s %10s %8s | %9s %6s %10s %7s %7s %7s %8s | %14s\n", "clients",
+              "submits", "errors", "submits/s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "jobs/fsync", "cycles/s",
+              "submits", "errors", "submits/s", "p50_ms", "p99_ms", "max_ms", "cycles/s", "durable/dryrun");
+  for (const auto& l : lines) {
+    const auto& d = l.durable;
+    const auto& r = l.dry;
+    std::printf("  %7d | %9lld %6lld %10.1f %7.3f %7.3f %7.3f %7.3f %10.2f %8.1f | %9lld %6lld %10.1f %7.3f %7.3f %7.3f "
+                "%8.1f | %14.3f\n",
+                l.clients, static_cast<long long>(d.ok), static_cast<long long>(d.errors), d.rate, d.p50, d.p90,
+                d.p99, d.max, d.commits ? double(d.ok) / double(d.commits) : 0.0,
+                d.seconds > 0 ? double(d.cycles) / d.seconds : 0.0, static_cast<long long>(r.ok),
+                static_cast<long long>(r.errors), r.rate, r.p50, r.p99, r.max,
+                r.seconds > 0 ? double(r.cycles) / r.seconds : 0.0, r.rate > 0 ? d.rate / r.rate : 0.0);
+    if (!l.first_error.empty()) std::printf("#   first error: %s\n", l.first_error.c_str());
+  }
+  std::fflush(stdout);
+
+  // Every acknowledged durable job, and nothing else, is in the store file
+  // (read back from SQLite).
   api.stop();
   server.join();
   sched.stop();
-  scheduler.join();
+  if (scheduler.joinable()) scheduler.join();
   const int64_t stored = int64_t(store.load_all().size());
-  std::printf("#\n# acknowledged %lld, in the store %lld\n", static_cast<long long>(acked),
+  std::printf("#\n# acknowledged %lld durable submissions and %lld dry runs; in the store %lld\n",
+              static_cast<long long>(acked_durable), static_cast<long long>(acked_dry),
               static_cast<long long>(stored));
   local.reset();
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 
-  const Row* best = nullptr;
-  for (auto& r : rows)
-    if (r.p99 <= 10.0 && r.errors == 0 && (!best || r.rate > best->rate)) best = &r;
-  if (!best)
-    for (auto& r : rows)
-      if (!best || r.rate > best->rate) best = &r;
-  std::printf("# headline: %d clients\n", best->clients);
-  // durable=1 only when every acknowledged submission was read back from
-  // the SQLite file after the server stopped.
-  const int durable = stored >= acked ? 1 : 0;
-  std::printf("RESULT controller_load submits_per_s=%.1f p50_ms=%.3f p99_ms=%.3f durable=%d\n", best->rate, best->p50,
-              best->p99, durable);
+  const Line& h = *std::find_if(lines.begin(), lines.end(), [&](const Line& l) { return l.clients == headline_clients; });
+  const double ratio = h.dry.rate > 0 ? h.durable.rate / h.dry.rate : 0;
+  // Each mode at its own best client count (over --clients).
+  double peak_durable = 0, peak_dry = 0;
+  for (const auto& l : lines) {
+    peak_durable = std::max(peak_durable, l.durable.rate);
+    peak_dry = std::max(peak_dry, l.dry.rate);
+  }
+  const int durable = stored == acked_durable ? 1 : 0;
+  if (stored > acked_durable) std::printf("# ERROR: %lld more jobs stored than acknowledged (a dry run stored?)\n",
+                                          static_cast<long long>(stored - acked_durable));
+  if (stored < acked_durable) std::printf("# ERROR: %lld acknowledged jobs are missing from the store\n",
+                                          static_cast<long long>(acked_durable - stored));
+  std::printf("# headline: %d clients; goals (issue 19): durable_vs_dryrun >= 0.5 (%s), p99_ms <= 10 (%s)\n",
+              headline_clients, ratio >= 0.5 ? "met" : "NOT met", h.durable.p99 <= 10.0 ? "met" : "NOT met");
+  std::printf("RESULT controller_load durable_vs_dryrun=%.3f p99_ms=%.3f clients=%d submits_per_s=%.1f "
+              "dryrun_per_s=%.1f p50_ms=%.3f dryrun_p99_ms=%.3f peak_durable_vs_dryrun=%.3f durable=%d\n",
+              ratio, h.durable.p99, headline_clients, h.durable.rate, h.dry.rate, h.durable.p50, h.dry.p99,
+              peak_dry > 0 ? peak_durable / peak_dry : 0.0, durable);
   return durable ? 0 : 1;
 }

@@ -70,6 +70,19 @@ bool bool_param(const httplib::Request& req, const char* name) {
   throw ApiError(400, "invalid_parameter", std::string(name) + ": expected true or false", name);
 }
 
+// A strict boolean query parameter: absent -> false; exactly "true" or
+// "false" once, else 400 naming it (POST /v1/jobs?dryRun=, as the
+// Kubernetes API spells it; nothing else, not "1" or an empty value).
+bool strict_bool_param(const httplib::Request& req, const char* name) {
+  const size_t n = req.get_param_value_count(name);
+  if (n == 0) return false;
+  if (n > 1) throw ApiError(400, "invalid_parameter", std::string(name) + ": given more than once", name);
+  const std::string v = req.get_param_value(name);
+  if (v == "true") return true;
+  if (v == "false") return false;
+  throw ApiError(400, "invalid_parameter", std::string(name) + ": expected true or false, got '" + v + "'", name);
+}
+
 // POST bodies are JSON; a form body would also be parsed into query params.
 void require_json(const httplib::Request& req) {
   if (req.body.empty() && !req.has_header("Content-Type")) return;
@@ -252,10 +265,19 @@ struct ApiServer::Impl {
       send_json(res, 200, openapi_document());
     });
 
+    // Submit, and its dry run (?dryRun=true, as the Kubernetes API's
+    // dryRun=All): one path through authentication, the role check, every
+    // parameter, header and body check and the check against this
+    // controller's regions, with the same errors; a dry run then stores
+    // nothing, starts nothing and answers 200 with the job as it would be
+    // created ("dryRun": true, no id: none is reserved). It neither looks up
+    // nor records the Idempotency-Key (only its syntax is checked) and takes
+    // no slot of the tenant's quota.
     s.Post("/v1/jobs", wrap([this](const httplib::Request& req, httplib::Response& res) {
       Principal p = user(req);
       require_json(req);
-      only_params(req, {});
+      only_params(req, {"dryRun"});
+      const bool dry_run = strict_bool_param(req, "dryRun");
       std::string key = req.get_header_value("Idempotency-Key");
       if (key.size() > 128)
         throw ApiError(400, "invalid_header", "Idempotency-Key: at most 128 characters", "Idempotency-Key");
@@ -265,6 +287,14 @@ struct ApiServer::Impl {
       JobSpec spec = parse_job_spec_text(req.body);
       check_worker_spec(spec.worker);  // the worker's own schema: 400 naming worker.<field>
       check_against_config(spec);
+      if (dry_run) {
+        const Job would_be("", p.token_tenant, std::move(spec), reg.clock().now_ms());
+        json body = job_view(would_be);
+        body["dryRun"] = true;
+        body["conditions"][0]["message"] = "dry run: validated and authorized, not stored";
+        send_json(res, 200, body);
+        return;
+      }
       auto r = reg.submit(p.token_tenant, std::move(spec), key);
       if (r.created) {
         metrics.submitted();

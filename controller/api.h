@@ -1,7 +1,8 @@
 // The REST API (cpp-httplib + nlohmann/json), versioned under /v1.
 //
 // Routes (the OpenAPI document at GET /v1/openapi.json lists exactly these):
-//   POST   /v1/jobs                  submit (Idempotency-Key honoured)   user, admin
+//   POST   /v1/jobs[?dryRun=true]    submit (Idempotency-Key honoured;   user, admin
+//                                    dryRun: validate, store nothing)
 //   GET    /v1/jobs                  list: state, tenant, limit, continue user, admin
 //   GET    /v1/jobs/{id}             one job with placement and progress user, admin
 //                                    and `decisions`: its newest scheduling

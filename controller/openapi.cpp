@@ -55,12 +55,22 @@ json openapi_document() {
 
   paths["/v1/jobs"]["post"] = {
       {"operationId", "submitJob"},
-      {"summary", "Submit a training job; honours Idempotency-Key"},
+      {"summary", "Submit a training job; honours Idempotency-Key; dryRun=true validates and authorizes only"},
       {"parameters", {{{"name", "Idempotency-Key"}, {"in", "header"}, {"required", false},
-                       {"schema", {{"type", "string"}, {"maxLength", 128}}}}}},
+                       {"schema", {{"type", "string"}, {"maxLength", 128}}},
+                       {"description", "same key + same body: the same job (200); another body: 409. "
+                                       "A dry run checks only its syntax and neither looks it up nor records it"}},
+                      query("dryRun", {{"type", "string"}, {"enum", {"true", "false"}}, {"default", "false"}},
+                            "true: every check and error of a submit (authentication, role, parameters, "
+                            "headers, body, regions), then nothing is stored or started and the answer is 200 "
+                            "with the job as it would be created, `dryRun: true` and no id (as the Kubernetes "
+                            "API's dryRun=All); any other value than true or false is 400 naming dryRun")}},
       {"requestBody", {{"required", true},
                        {"content", {{"application/json", {{"schema", ref("JobSpec")}}}}}}},
-      {"responses", merge({{"201", ok("created", "Job")}, {"200", ok("idempotent replay", "Job")}},
+      {"responses", merge({{"201", ok("created", "Job")},
+                           {"200", ok("idempotent replay, or (dryRun=true) the job as it would be created, "
+                                      "not stored: dryRun is true and id is empty",
+                                      "Job")}},
                           common_errors({400, 401, 403, 409, 413, 422, 429}))}};
   paths["/v1/jobs"]["get"] = {
       {"operationId", "listJobs"},
@@ -219,6 +229,9 @@ json openapi_document() {
                               {"items", {{"type", "object"},
                                          {"properties", {{"nodes", integer}, {"tokens_per_second", num},
                                                          {"samples", integer}, {"updated", str}}}}}}},
+        {"dryRun", {{"type", "boolean"},
+                    {"description", "POST /v1/jobs?dryRun=true only: always true; the job was validated and "
+                                    "authorized but not stored (its id is empty)"}}},
         {"decisions", {{"type", "array"},
                        {"description", "GET /v1/jobs/{id} only: the newest scheduling decisions "
                                        "(at most 50), oldest first"},

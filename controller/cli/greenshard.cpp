@@ -1,7 +1,7 @@
 // greenshard: the command-line client of greenshard-controller.
 //
 //   greenshard [--server URL] [--token T] [--config FILE] [--output table|json] COMMAND
-//   submit FILE|-  list  get ID  cancel ID  delete ID  logs ID [-f] [--rank R]  watch ID  regions
+//   submit FILE|- [--dry-run]  list  get ID  cancel ID  delete ID  logs ID [-f] [--rank R]  watch ID  regions
 //
 // Server and token: flags, else $GREENSHARD_SERVER / $GREENSHARD_TOKEN, else
 // the config file (--config, $GREENSHARD_CONFIG, ~/.config/greenshard/config.yaml:
@@ -177,11 +177,13 @@ int run(int argc, char** argv) {
 
   std::string file, id, key, state;
   int limit = 100, rank = 0;
-  bool follow = false, all = false;
+  bool follow = false, all = false, dry_run = false;
   double interval = 2;
   auto* submit = app.add_subcommand("submit", "submit a job spec (YAML or JSON; '-' = stdin)");
   submit->add_option("FILE", file)->required();
   submit->add_option("--idempotency-key", key, "resubmitting with the same key returns the same job");
+  submit->add_flag("--dry-run", dry_run,
+                   "validate and authorize on the server (POST /v1/jobs?dryRun=true); store and start nothing");
   auto* list = app.add_subcommand("list", "list jobs");
   list->add_option("--state", state, "only this state");
   list->add_option("--limit", limit, "page size")->check(CLI::Range(1, 1000));
@@ -242,8 +244,12 @@ int run(int argc, char** argv) {
     if (!spec.is_object()) fail(2, "FILE: the job spec must be a mapping");
     httplib::Headers h;
     if (!key.empty()) h.emplace("Idempotency-Key", key);
-    json j = c.post("/v1/jobs", spec, h);
+    json j = c.post(dry_run ? "/v1/jobs?dryRun=true" : "/v1/jobs", spec, h);
     if (c.output == "json") std::cout << j.dump(2) << "\n";
+    else if (dry_run)
+      std::printf("dry run: %s is valid for tenant %s; nothing was submitted\n",
+                  j.contains("spec") && j["spec"].is_object() ? j["spec"].value("name", "").c_str() : "",
+                  str(j, "tenant").c_str());
     else std::printf("%s %s\n", str(j, "id").c_str(), str(j, "state").c_str());
     return 0;
   }

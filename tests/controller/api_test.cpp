@@ -513,3 +513,170 @@ TEST(ControllerApi, ManyClientsConnectingAtOnceAreAllServed) {
   EXPECT_GE(backlog, kClients) << ss.output;
   EXPECT_EQ(ok.load(), 2 * kClients) << errors.size() << " failed; first error: " << (errors.empty() ? "" : errors.front());
 }
+
+// --- dry run (POST /v1/jobs?dryRun=true) -------------------------------------
+
+namespace {
+
+Reply dry_run(const Controller& c, const std::string& token, const std::string& body,
+              const httplib::Headers& extra = {}, const std::string& content_type = "application/json") {
+  return call(c, "POST", "/v1/jobs?dryRun=true", token, body, extra, content_type);
+}
+
+// Nothing of the tenant's is in memory, in the list or in the SQLite file.
+void expect_no_jobs(const Controller& c, int64_t before = 0) {
+  EXPECT_EQ(c.registry->size(), before);
+  EXPECT_EQ(int64_t(c.store->load_all().size()), before);
+  Reply l = call(c, "GET", "/v1/jobs?limit=1000", kAdmin);
+  ASSERT_EQ(l.status, 200) << l.text;
+  EXPECT_EQ(int64_t(l.body["items"].size()), before) << l.text;
+}
+
+}  // namespace
+
+TEST(ControllerDryRun, AValidSpecIs200WithTheJobAsItWouldBeCreatedAndNothingIsStored) {
+  Controller c;
+  auto cli = c.client(kUserA);
+  auto r = cli.Post("/v1/jobs?dryRun=true", spec().dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_FALSE(r->has_header("Location"));
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["dryRun"], true);
+  EXPECT_EQ(j["id"], "");
+  EXPECT_EQ(j["tenant"], "team-a");
+  EXPECT_EQ(j["state"], "PENDING");
+  EXPECT_EQ(j["spec"]["name"], "demo");
+  EXPECT_EQ(j["spec"]["regions"], json({"DE", "FR"}));
+  EXPECT_TRUE(j["placement"].is_null());
+  // The same document a submit answers with, but for the id, the dry-run
+  // flag and the condition's message.
+  Reply real = call(c, "POST", "/v1/jobs", kUserB, spec().dump());
+  ASSERT_EQ(real.status, 201) << real.text;
+  std::set<std::string> keys_dry, keys_real;
+  for (auto& [k, v] : j.items()) keys_dry.insert(k);
+  for (auto& [k, v] : real.body.items()) keys_real.insert(k);
+  keys_real.insert("dryRun");
+  EXPECT_EQ(keys_dry, keys_real);
+  EXPECT_EQ(j["spec"], real.body["spec"]);
+  // dryRun=false is an ordinary submit.
+  ASSERT_EQ(call(c, "POST", "/v1/jobs?dryRun=false", kUserB, spec("second").dump()).status, 201);
+  expect_no_jobs(c, 2);
+  // More dry runs (user and admin), then a scheduler cycle: still only the
+  // two real jobs, nothing placed but them, no dry run counted as submitted.
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(dry_run(c, kUserA, spec("d" + std::to_string(i)).dump()).status, 200);
+  ASSERT_EQ(dry_run(c, kAdmin, spec().dump()).status, 200);
+  c.sched->cycle();
+  expect_no_jobs(c, 2);
+  EXPECT_EQ(call(c, "GET", "/v1/jobs", kUserA).body["items"].size(), 0u);
+  EXPECT_EQ(c.store->decisions(real.body["id"]).size(), 1u);
+  Reply m = call(c, "GET", "/metrics", "");
+  EXPECT_NE(m.text.find("greenshard_job_submissions_total 2"), std::string::npos) << m.text;
+}
+
+TEST(ControllerDryRun, AnInvalidSpecGetsTheSameErrorAsASubmit) {
+  struct Bad {
+    const char* what;
+    std::string body;
+    httplib::Headers headers;
+    std::string content_type = "application/json";
+  };
+  auto with = [](std::function<void(json&)> f) {
+    json s = spec();
+    f(s);
+    return s.dump();
+  };
+  const std::vector<Bad> cases = {
+      {"not JSON", "{nope", {}},
+      {"an unknown field", with([](json& s) { s["gpus"] = 1; }), {}},
+      {"a name that is not a DNS label", with([](json& s) { s["name"] = "Not_A_Label"; }), {}},
+      {"zero nodes", with([](json& s) { s["nodes"] = 0; }), {}},
+      {"a word where a number belongs", with([](json& s) { s["priority"] = "high"; }), {}},
+      {"no regions", with([](json& s) { s.erase("regions"); }), {}},
+      {"an unknown worker field", with([](json& s) { s["worker"]["schedule"]["stepz"] = 5; }), {}},
+      {"an unknown region", with([](json& s) { s["regions"] = {"DE", "XX"}; }), {}},
+      {"more nodes than any region has", with([](json& s) { s["nodes"] = 3; }), {}},
+      {"more GPUs than any region has", with([](json& s) { s["gpus_per_node"] = 2; }), {}},
+      {"a bad Idempotency-Key", spec().dump(), {{"Idempotency-Key", std::string(129, 'k')}}},
+      {"a form body", "a=b", {}, "application/x-www-form-urlencoded"},
+      {"a body over the limit", with([](json& s) { s["worker"]["pad"] = std::string(300 * 1024, 'x'); }), {}},
+  };
+  Controller c;
+  for (const auto& b : cases) {
+    SCOPED_TRACE(b.what);
+    Reply normal = call(c, "POST", "/v1/jobs", kUserA, b.body, b.headers, b.content_type);
+    Reply dry = dry_run(c, kUserA, b.body, b.headers, b.content_type);
+    EXPECT_GE(normal.status, 400) << normal.text;
+    EXPECT_LT(normal.status, 500) << normal.text;
+    EXPECT_EQ(dry.status, normal.status) << dry.text;
+    ASSERT_TRUE(dry.body.is_object() && dry.body.contains("error")) << dry.text;
+    EXPECT_EQ(dry.body["error"]["code"], normal.body["error"]["code"]);
+    EXPECT_EQ(dry.body["error"]["field"], normal.body["error"]["field"]);
+    EXPECT_EQ(dry.body["error"]["message"], normal.body["error"]["message"]);
+  }
+  // A few pinned, so that "the same" is not "the same nothing".
+  expect_error(dry_run(c, kUserA, with([](json& s) { s["gpus"] = 1; })), 400, "unknown_field", "gpus");
+  expect_error(dry_run(c, kUserA, with([](json& s) { s["regions"] = {"DE", "XX"}; })), 422, "unknown_region",
+               "regions[1]");
+  expect_error(dry_run(c, kUserA, with([](json& s) { s["worker"]["schedule"]["stepz"] = 5; })), 400,
+               "unknown_field", "worker.schedule.stepz");
+  expect_no_jobs(c);
+}
+
+TEST(ControllerDryRun, IsAuthorizedLikeASubmit) {
+  Controller c;
+  const std::string id = submit(c);
+  const std::string body = spec().dump();
+  expect_error(dry_run(c, "", body), 401, "unauthenticated", "Authorization");
+  expect_error(dry_run(c, "not-a-known-token-at-all", body), 401, "unauthenticated", "Authorization");
+  // A job's own status token is no user credential; a worker token may only push status.
+  EXPECT_EQ(dry_run(c, c.registry->get(id)->worker_token, body).status, 401);
+  expect_error(dry_run(c, kWorker, body), 403, "forbidden", "Authorization");
+  // Authentication comes first: a bad dryRun value without a token is 401.
+  EXPECT_EQ(call(c, "POST", "/v1/jobs?dryRun=maybe", "", body).status, 401);
+  expect_no_jobs(c, 1);
+}
+
+TEST(ControllerDryRun, AValueOtherThanTrueOrFalseIs400NamingDryRun) {
+  Controller c;
+  for (const char* q : {"dryRun=1", "dryRun=0", "dryRun=", "dryRun", "dryRun=yes", "dryRun=TRUE", "dryRun=All",
+                        "dryRun=true&dryRun=false"}) {
+    SCOPED_TRACE(q);
+    expect_error(call(c, "POST", std::string("/v1/jobs?") + q, kUserA, spec().dump()), 400, "invalid_parameter",
+                 "dryRun");
+  }
+  // (cpp-httplib folds a repeated identical pair, so dryRun=true&dryRun=true
+  // is one dryRun=true; two different values are refused above.)
+  // Other parameters stay unknown, with or without dryRun.
+  expect_error(call(c, "POST", "/v1/jobs?dryRun=true&colour=red", kUserA, spec().dump()), 400, "unknown_parameter",
+               "colour");
+  expect_error(call(c, "POST", "/v1/jobs?dry_run=true", kUserA, spec().dump()), 400, "unknown_parameter", "dry_run");
+  expect_no_jobs(c);
+}
+
+TEST(ControllerDryRun, UsesNeitherTheIdempotencyKeyNorTheQuota) {
+  Options o;
+  o.max_live = 3;
+  Controller c(o);
+  // The key: a dry run with it does not record it ...
+  httplib::Headers k{{"Idempotency-Key", "key-1"}};
+  Reply d1 = dry_run(c, kUserA, spec("first").dump(), k);
+  ASSERT_EQ(d1.status, 200) << d1.text;
+  Reply s1 = call(c, "POST", "/v1/jobs", kUserA, spec("second").dump(), k);
+  ASSERT_EQ(s1.status, 201) << s1.text;  // not 409: the dry run's body was not bound to the key
+  // ... nor replays the job the key names.
+  Reply d2 = dry_run(c, kUserA, spec("second").dump(), k);
+  ASSERT_EQ(d2.status, 200) << d2.text;
+  EXPECT_EQ(d2.body["id"], "");
+  EXPECT_EQ(d2.body["dryRun"], true);
+  Reply s2 = call(c, "POST", "/v1/jobs", kUserA, spec("second").dump(), k);
+  EXPECT_EQ(s2.status, 200);  // the real replay
+  EXPECT_EQ(s2.body["id"], s1.body["id"]);
+  EXPECT_FALSE(s2.body.contains("dryRun"));
+  // The quota (3 unfinished jobs; one used above): many dry runs take no slot.
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(dry_run(c, kUserA, spec().dump()).status, 200);
+  EXPECT_EQ(call(c, "POST", "/v1/jobs", kUserA, spec().dump()).status, 201);
+  EXPECT_EQ(call(c, "POST", "/v1/jobs", kUserA, spec().dump()).status, 201);
+  expect_error(call(c, "POST", "/v1/jobs", kUserA, spec().dump()), 429, "quota_exceeded", "");
+  expect_no_jobs(c, 3);
+}
