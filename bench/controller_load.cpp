@@ -2,7 +2,7 @@
 // (POST /v1/jobs?dryRun=true) on the same greenshard-controller (API server,
 // registry, scheduler, local executor) in the same run. A durable submit is
 // acknowledged only once its job is in the SQLite file (WAL,
-// synchronous=FULL: fsync'd, group-committed); a dry run goes through the
+// synchronous=NORMAL plus an fdatasync of the WAL before the reply: group-committed); a dry run goes through the
 // very same authentication, parsing and checks and stores nothing. Their
 // ratio says what durability costs on this machine, whatever the machine's
 // speed (an absolute rate swings by 20% between runs on shared VMs).
@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
     return out;
   };
 
-  std::printf("# controller_load: POST /v1/jobs (durable: SQLite WAL, synchronous=FULL, group commit) vs\n"
+  std::printf("# controller_load: POST /v1/jobs (durable: SQLite WAL, fdatasync of the WAL before the reply, group commit) vs\n"
               "# POST /v1/jobs?dryRun=true (same checks, nothing stored) on one in-process controller, loopback,\n"
               "# store in %s\n",
               dir.c_str());

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -49,6 +51,66 @@ namespace {
 
 namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
+
+// One rank's launch: what the child does between clone and execve.
+struct RankLaunch {
+  pid_t pgid;    // the gang's group (<= 0: a new group led by this rank)
+  pid_t parent;  // the controller
+  int log_fd;    // stdout and stderr
+  const char* dir;
+  char** argv;
+  char** envp;
+};
+
+// The child, on its own small stack in the parent's address space (until
+// execve): system calls only, no allocation, no locks.
+int rank_child(void* p) {
+  const RankLaunch& a = *static_cast<const RankLaunch*>(p);
+  // Handlers the parent installed would run in its memory: back to the
+  // default before any signal is unblocked (execve resets them anyway).
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction sa;
+    if (::sigaction(sig, nullptr, &sa) != 0 || sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL) continue;
+    sa.sa_handler = SIG_DFL;
+    sa.sa_flags = 0;
+    ::sigaction(sig, &sa, nullptr);
+  }
+  ::setpgid(0, a.pgid > 0 ? a.pgid : 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != a.parent) ::_exit(125);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  ::dup2(a.log_fd, 1);
+  ::dup2(a.log_fd, 2);
+  if (::chdir(a.dir) != 0) ::_exit(126);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(a.argv[0], a.argv, a.envp);
+  const char msg[] = "greenshard: cannot execute the worker\n";
+  (void)!::write(2, msg, sizeof msg - 1);
+  ::_exit(127);
+}
+
+// Starts a rank as posix_spawn does (clone with CLONE_VM | CLONE_VFORK):
+// the child shares the controller's memory until its execve, so nothing is
+// copied. A fork() of a controller holding tens of thousands of jobs
+// copied its page tables and then made every thread copy-on-write fault
+// (with a TLB shootdown) on each page it next wrote: that took more time
+// than the scheduling itself under load. Returns the pid, or -1 (errno).
+pid_t spawn_rank(RankLaunch& a) {
+  constexpr size_t kStack = 64 * 1024;
+  std::unique_ptr<char[]> stack(new char[kStack]);
+  // No signal is delivered to the child before it resets the handlers.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = ::clone(rank_child, stack.get() + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+  const int err = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return pid;
+}
 
 int pick_free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -221,29 +283,13 @@ class LocalExecutor final : public Executor {
       std::string banner = kAttemptBanner + std::to_string(gs.attempt) + ", rank " +
                            std::to_string(r) + "/" + std::to_string(world) + " ===\n";
       (void)!::write(fd, banner.data(), banner.size());
-      const pid_t pgid = g.pgid;
-      pid_t pid = ::fork();
+      RankLaunch rl{g.pgid, parent, fd, g.dir.c_str(), argv.data(), envp.data()};
+      const pid_t pid = spawn_rank(rl);
       if (pid < 0) {
+        const int err = errno;
         ::close(fd);
         kill_and_reap(g);
-        throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-      }
-      if (pid == 0) {
-        ::setpgid(0, pgid > 0 ? pgid : 0);
-        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (::getppid() != parent) ::_exit(125);
-        int devnull = ::open("/dev/null", O_RDONLY);
-        if (devnull >= 0) ::dup2(devnull, 0);
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-        if (::chdir(g.dir.c_str()) != 0) ::_exit(126);
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::execve(argv[0], argv.data(), envp.data());
-        const char msg[] = "greenshard: cannot execute the worker\n";
-        (void)!::write(2, msg, sizeof msg - 1);
-        ::_exit(127);
+        throw std::runtime_error(std::string("clone: ") + std::strerror(err));
       }
       ::close(fd);
       if (g.pgid < 0) g.pgid = pid;

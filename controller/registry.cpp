@@ -37,14 +37,25 @@ void Registry::load() {
     next_seq_ = std::max(next_seq_, j.seq + 1);
     by_seq_[j.seq] = j.id();
     if (!j.idempotency_key.empty()) idem_[{j.tenant(), j.idempotency_key}] = j.id();
-    if (!is_terminal(j.state())) {
-      live_per_tenant_[j.tenant()]++;
-      live_seq_.insert(j.seq);
-    }
+    if (!is_terminal(j.state())) live_per_tenant_[j.tenant()]++;
+    reindex(nullptr, &j);
     std::string id = j.id();
     jobs_.emplace(id, std::move(j));
   }
   for (auto& r : store_.load_reservations()) reservations_[r.job_id].push_back(std::move(r));
+}
+
+void Registry::reindex(const Job* before, const Job* after) {
+  if (before) {
+    state_count_[before->state()]--;
+    if (before->state() == JobState::kPending) pending_.erase({-before->spec().priority, before->seq});
+    else if (!is_terminal(before->state())) active_seq_.erase(before->seq);
+  }
+  if (after) {
+    state_count_[after->state()]++;
+    if (after->state() == JobState::kPending) pending_.insert({-after->spec().priority, after->seq});
+    else if (!is_terminal(after->state())) active_seq_.insert(after->seq);
+  }
 }
 
 void Registry::index_reservations(const Job& j) {
@@ -109,7 +120,7 @@ Registry::Submitted Registry::submit(const std::string& tenant, JobSpec spec,
   idem_inflight_.erase(ikey);
   if (!key.empty()) idem_[ikey] = job->id();
   by_seq_[job->seq] = job->id();
-  live_seq_.insert(job->seq);
+  reindex(nullptr, &*job);
   jobs_.emplace(job->id(), *job);
   return {*job, true};
 }
@@ -154,10 +165,8 @@ std::optional<Job> Registry::update(const std::string& id, const std::string& te
   std::lock_guard<std::mutex> l(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return copy;  // cannot happen: remove() takes write_mu_ too
-  if (was_live && is_terminal(copy->state())) {
-    live_per_tenant_[copy->tenant()]--;
-    live_seq_.erase(copy->seq);
-  }
+  if (was_live && is_terminal(copy->state())) live_per_tenant_[copy->tenant()]--;
+  reindex(&it->second, &*copy);
   it->second = *copy;
   index_reservations(*copy);
   return copy;
@@ -194,12 +203,10 @@ std::vector<std::string> Registry::update_many(const std::vector<std::string>& i
     Job& j = changed[i];
     auto it = jobs_.find(j.id());
     if (it == jobs_.end()) continue;
-    if (was_live[i] && is_terminal(j.state())) {
-      live_per_tenant_[j.tenant()]--;
-      live_seq_.erase(j.seq);
-    }
+    if (was_live[i] && is_terminal(j.state())) live_per_tenant_[j.tenant()]--;
     out.push_back(j.id());
     index_reservations(j);
+    reindex(&it->second, &j);
     it->second = std::move(j);
   }
   return out;
@@ -224,30 +231,31 @@ bool Registry::remove(const std::string& id, const std::string& tenant) {
   if (!victim.idempotency_key.empty()) idem_.erase({victim.tenant(), victim.idempotency_key});
   by_seq_.erase(victim.seq);
   reservations_.erase(id);
-  jobs_.erase(id);
+  if (auto it = jobs_.find(id); it != jobs_.end()) {
+    reindex(&it->second, nullptr);
+    jobs_.erase(it);
+  }
   return true;
 }
 
 std::vector<Job> Registry::live_jobs(size_t max_pending) const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<Job> out;
-  std::vector<std::pair<int, int64_t>> pending;  // (-priority, seq)
-  for (int64_t seq : live_seq_) {
-    const Job& j = jobs_.at(by_seq_.at(seq));
-    if (j.state() == JobState::kPending) pending.push_back({-j.spec().priority, seq});
-    else out.push_back(j);
-  }
-  size_t k = std::min(max_pending, pending.size());
-  std::partial_sort(pending.begin(), pending.begin() + k, pending.end());
-  for (size_t i = 0; i < k; ++i) out.push_back(jobs_.at(by_seq_.at(pending[i].second)));
+  out.reserve(active_seq_.size() + std::min(max_pending, pending_.size()));
+  for (int64_t seq : active_seq_) out.push_back(jobs_.at(by_seq_.at(seq)));
+  size_t k = 0;
+  for (auto it = pending_.begin(); it != pending_.end() && k < max_pending; ++it, ++k)
+    out.push_back(jobs_.at(by_seq_.at(it->second)));
   return out;
 }
 
 std::map<JobState, int> Registry::count_by_state() const {
   std::lock_guard<std::mutex> l(mu_);
   std::map<JobState, int> out;
-  for (JobState s : kAllStates) out[s] = 0;
-  for (const auto& [id, j] : jobs_) out[j.state()]++;
+  for (JobState s : kAllStates) {
+    auto it = state_count_.find(s);
+    out[s] = it == state_count_.end() ? 0 : int(it->second);
+  }
   return out;
 }
 
@@ -258,7 +266,7 @@ int64_t Registry::size() const {
 
 int64_t Registry::live_count() const {
   std::lock_guard<std::mutex> l(mu_);
-  return int64_t(live_seq_.size());
+  return int64_t(active_seq_.size() + pending_.size());
 }
 
 }  // namespace controller

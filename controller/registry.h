@@ -116,7 +116,14 @@ class Registry {
   std::unordered_map<std::string, Job> jobs_;
   std::map<std::string, std::vector<Reservation>> reservations_;  // by job id
   std::map<int64_t, std::string> by_seq_;
-  std::set<int64_t> live_seq_;  // seq of non-terminal jobs
+  // State indexes, kept in step with jobs_ by reindex() so that a cycle's
+  // snapshot (live_jobs), live_count and count_by_state cost what they
+  // return, not the whole queue: a scan of tens of thousands of pending
+  // jobs under mu_ at every cycle held up every submission.
+  void reindex(const Job* before, const Job* after);  // under mu_; nullptr: absent
+  std::set<std::pair<int, int64_t>> pending_;  // (-priority, seq) of PENDING jobs: scheduling order
+  std::set<int64_t> active_seq_;               // seq of non-terminal jobs that are not PENDING
+  std::map<JobState, int64_t> state_count_;
   std::map<std::pair<std::string, std::string>, std::string> idem_;  // (tenant,key) -> id
   std::set<std::pair<std::string, std::string>> idem_inflight_;
   std::unordered_map<std::string, int> live_per_tenant_;

@@ -261,6 +261,60 @@ TEST(ControllerRegistry, QuotaCountsOnlyUnfinishedJobs) {
   EXPECT_TRUE(r.submit("t", spec(), "").created);
 }
 
+// live_jobs, live_count and count_by_state come from indexes kept in step
+// with every write (not a scan of every job): they must agree with the jobs
+// through submit, a placement, a requeue, an end, a delete and a reload.
+TEST(ControllerRegistry, StateIndexesFollowEveryChangeAndSurviveAReload) {
+  gstest::TempDir dir;
+  ManualClock clock(1000);
+  std::vector<std::string> ids;
+  {
+    Store s(dir.file("c.db"));
+    Registry r(s, clock);
+    for (int i = 0; i < 4; ++i) {
+      JobSpec sp = spec("j" + std::to_string(i));
+      sp.priority = i == 2 ? 5 : 0;
+      ids.push_back(r.submit("t", sp, "").job.id());
+    }
+    // Pending order: priority first (j2), then age.
+    auto live = r.live_jobs();
+    ASSERT_EQ(live.size(), 4u);
+    EXPECT_EQ(live[0].id(), ids[2]);
+    EXPECT_EQ(live[1].id(), ids[0]);
+    EXPECT_EQ(r.live_jobs(1).size(), 1u);
+    r.update(ids[0], kAllTenants, [&](Job& j) { return j.transition(JobState::kScheduled, "P", "", 2); });
+    r.update(ids[1], kAllTenants, [&](Job& j) { return j.transition(JobState::kCancelled, "C", "", 2); });
+    auto counts = r.count_by_state();
+    EXPECT_EQ(counts[JobState::kPending], 2);
+    EXPECT_EQ(counts[JobState::kScheduled], 1);
+    EXPECT_EQ(counts[JobState::kCancelled], 1);
+    EXPECT_EQ(r.live_count(), 3);
+    // Not pending: listed before the pending ones, even with max_pending 0.
+    live = r.live_jobs(0);
+    ASSERT_EQ(live.size(), 1u);
+    EXPECT_EQ(live[0].id(), ids[0]);
+    // Requeued: pending again, in its place by age.
+    r.update_many({ids[0]}, [&](Job& j) { return j.transition(JobState::kPending, "R", "", 3); });
+    live = r.live_jobs();
+    ASSERT_EQ(live.size(), 3u);
+    EXPECT_EQ(live[0].id(), ids[2]);
+    EXPECT_EQ(live[1].id(), ids[0]);
+    EXPECT_EQ(live[2].id(), ids[3]);
+    EXPECT_TRUE(r.remove(ids[1], kAllTenants));
+    EXPECT_EQ(r.count_by_state()[JobState::kCancelled], 0);
+    EXPECT_EQ(r.size(), 3);
+  }
+  Store s(dir.file("c.db"));
+  Registry r(s, clock);
+  r.load();
+  EXPECT_EQ(r.live_count(), 3);
+  EXPECT_EQ(r.count_by_state()[JobState::kPending], 3);
+  auto live = r.live_jobs();
+  ASSERT_EQ(live.size(), 3u);
+  EXPECT_EQ(live[0].id(), ids[2]);
+  EXPECT_EQ(live[2].id(), ids[3]);
+}
+
 TEST(ControllerRegistry, OtherTenantsJobsAreInvisible) {
   gstest::TempDir dir;
   Store s(dir.file("c.db"));
