@@ -88,7 +88,7 @@ CarbonSourceConfig parse_carbon_source_yaml(const std::string& text, const std::
   c.origin = origin;
   std::set<std::string> seen;
   for (const auto& kv : root) {
-    const std::string k = kv.first.as<std::string>();
+    const std::string k = scalar(kv.first, origin + ": a key");
     const std::string w = origin + ": " + k;
     const YAML::Node& v = kv.second;
     seen.insert(k);
@@ -163,7 +163,7 @@ void load_hardware_file(const std::string& path, std::vector<RegionConfig>& regi
 void apply_hardware_yaml(const std::string& text, const std::string& origin, std::vector<RegionConfig>& regions) {
   YAML::Node root = load_map(text, origin);
   for (const auto& kv : root)
-    if (kv.first.as<std::string>() != "regions")
+    if (scalar(kv.first, origin + ": a key") != "regions")
       throw std::runtime_error(origin + ": unknown key '" + kv.first.as<std::string>() + "'");
   const YAML::Node list = root["regions"];
   if (!list || !(list.IsMap() || list.IsNull()))
@@ -175,7 +175,7 @@ void apply_hardware_yaml(const std::string& text, const std::string& origin, std
   for (const auto& k : known) known_list += (known_list.empty() ? "" : ", ") + k;
   std::vector<std::pair<RegionConfig*, std::string>> set;
   for (const auto& kv : list) {
-    const std::string name = kv.first.as<std::string>();
+    const std::string name = scalar(kv.first, origin + ": regions: a key");
     const std::string w = origin + ": regions." + name;
     const std::string profile = scalar(kv.second, w);
     auto r = std::find_if(regions.begin(), regions.end(), [&](const RegionConfig& c) { return c.name == name; });

@@ -200,7 +200,7 @@ class KubernetesExecutor final : public Executor {
     if (suspended) {
       st.phase = GangPhase::kStarting;
       st.message = "Job " + name + " is suspended (waiting for admission by Kueue)";
-    } else if (active > 0 && ready + succeeded >= want) {
+    } else if (active > 0 && int64_t{ready} + succeeded >= want) {  // int64: no overflow on any answer
       st.phase = GangPhase::kRunning;
     } else {
       st.phase = GangPhase::kStarting;

@@ -93,7 +93,7 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
   if (!root.IsMap() || !root["regions"] || !root["regions"].IsSequence())
     throw std::runtime_error(origin + ": regions: required (a list)");
   for (const auto& kv : root)
-    if (kv.first.as<std::string>() != "regions")
+    if (as<std::string>(kv.first, origin + ": a key") != "regions")
       throw std::runtime_error(origin + ": unknown key '" + kv.first.as<std::string>() + "'");
   std::vector<RegionConfig> out;
   std::set<std::string> names;
@@ -103,7 +103,7 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
     if (!n.IsMap()) throw std::runtime_error(w + ": expected a map");
     RegionConfig r;
     for (const auto& kv : n) {
-      std::string k = kv.first.as<std::string>();
+      std::string k = as<std::string>(kv.first, w + ": a key");
       std::string wk = w + "." + k;
       const YAML::Node& v = kv.second;
       if (k == "name") r.name = as<std::string>(v, wk);
@@ -126,7 +126,7 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
         if (v["in_cluster"] && as<bool>(v["in_cluster"], wk + ".in_cluster"))
           r.kube = in_cluster_config(options.service_account_dir);
         for (const auto& kk : v) {
-          std::string k2 = kk.first.as<std::string>();
+          std::string k2 = as<std::string>(kk.first, wk + ": a key");
           std::string wk2 = wk + "." + k2;
           if (k2 == "kubeconfig" || k2 == "in_cluster") continue;  // read above
           else if (k2 == "server") r.kube.server = as<std::string>(kk.second, wk2);
@@ -138,7 +138,7 @@ std::vector<RegionConfig> parse_regions_yaml(const std::string& text, const std:
           else if (k2 == "checkpoint_s3") {
             if (!kk.second.IsMap()) throw std::runtime_error(wk2 + ": expected a map");
             for (const auto& s : kk.second) {
-              const std::string k3 = s.first.as<std::string>(), wk3 = wk2 + "." + k3;
+              const std::string k3 = as<std::string>(s.first, wk2 + ": a key"), wk3 = wk2 + "." + k3;
               if (k3 == "url") r.kube.checkpoint_s3.url = as<std::string>(s.second, wk3);
               else if (k3 == "endpoint") r.kube.checkpoint_s3.endpoint = as<std::string>(s.second, wk3);
               else if (k3 == "region") r.kube.checkpoint_s3.region = as<std::string>(s.second, wk3);

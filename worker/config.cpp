@@ -107,8 +107,29 @@ const Field* find_field(const std::string& path) {
   throw ConfigError((origin.empty() ? "" : origin + ": ") + field + ": " + why, field);
 }
 
+// Strings go into the resolved config's JSON (to_json), which must be UTF-8.
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? b : b & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c >> 6) != 2) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n;
+  }
+  return true;
+}
+
 void set_from_text(JobConfig& c, const Field& f, const std::string& v, const std::string& origin) {
   Target t = f.target(c);
+  if (std::holds_alternative<std::string*>(t) && !valid_utf8(v)) bad(origin, f.path, "expected UTF-8 text");
   try {
     size_t pos = 0;
     if (auto* p = std::get_if<int64_t*>(&t)) {
@@ -158,6 +179,7 @@ std::string value_text(const Target& t) {
 
 void walk(JobConfig& c, const YAML::Node& node, const std::string& prefix, const std::string& origin) {
   for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) bad(origin, prefix.empty() ? "(top level)" : prefix, "a key that is not a string");
     const std::string key = kv.first.as<std::string>();
     const std::string path = prefix.empty() ? key : prefix + "." + key;
     if (kv.second.IsMap()) {

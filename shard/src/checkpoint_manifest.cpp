@@ -144,7 +144,9 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
           if (dtype != kStoredDtype)
             fail("parameter '" + pname + "' has dtype '" + dtype + "'; shard files hold " + kStoredDtype);
         }
-        mu.params.push_back(line.substr(6));
+        // What follows the key (a line may start with blanks: not line.substr(6)).
+        const size_t rest = line.find_first_not_of(" \t\r\f\v", line.find("param") + 5);
+        mu.params.push_back(rest == std::string::npos ? "" : line.substr(rest));
       }
       m.units.push_back(std::move(mu));
     }

@@ -74,6 +74,9 @@ const BadSource kBadSources[] = {
     {"replay must be true or false", "source: file\nreplay: maybe\n", "^src.yaml: replay: expected true or false"},
     {"a live source forecasts itself", "source: carbon-aware-sdk\nurl: http://x\nforecaster: blend\n", "^src.yaml: forecaster: not used by source carbon-aware-sdk"},
     {"replay is for the file source", "source: carbon-aware-sdk\nurl: http://x\nreplay: true\n", "^src.yaml: replay: not used by source carbon-aware-sdk"},
+    // Found by fuzz_controller_config: a key that is not a string escaped as a
+    // bare yaml-cpp "bad conversion" that named neither file nor key.
+    {"a key must be a string", "source: file\n? [a]\n: 1\n", "^src.yaml: a key: expected a string"},
 };
 
 class BadCarbonSource : public ::testing::TestWithParam<BadSource> {};
@@ -311,6 +314,8 @@ const BadHardware kBadHardware[] = {
     {"regions must be a map", "regions: [DE]\n", "^hw.yaml: regions: required \\(a map"},
     {"regions is required", "{}\n", "^hw.yaml: regions: required"},
     {"a profile must be a string", "regions:\n  DE: [h100-sxm-8]\n", "^hw.yaml: regions.DE: expected a string"},
+    {"a top-level key must be a string", "? {a: 1}\n: 2\n", "^hw.yaml: a key: expected a string"},
+    {"a region key must be a string", "regions:\n  ? [DE]\n  : h100-sxm-8\n", "^hw.yaml: regions: a key: expected a string"},
 };
 
 class BadHardwareFile : public ::testing::TestWithParam<BadHardware> {};
@@ -347,6 +352,29 @@ class FailingSource : public IntensitySource {
     throw std::runtime_error("zone " + zone + ": connection refused");
   }
 };
+
+// Found by fuzz_controller_config: a key that is not a string escaped as a
+// bare yaml-cpp "bad conversion" that named neither file nor key.
+TEST(RegionsFile, AKeyThatIsNotAStringIsNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"? {a: 1}\n: 2\nregions: [{name: DE}]\n", "r.yaml: a key: wrong type"},
+      {"regions:\n  - name: DE\n    ? [zone]\n    : DE\n", "r.yaml: regions[0]: a key: wrong type"},
+      {"regions:\n  - name: DE\n    kubernetes:\n      server: https://k\n      ? {a: 1}\n      : 2\n",
+       "r.yaml: regions[0].kubernetes: a key: wrong type"},
+      {"regions:\n  - name: DE\n    kubernetes:\n      checkpoint_s3:\n        ? [url]\n        : s3://b\n",
+       "r.yaml: regions[0].kubernetes.checkpoint_s3: a key: wrong type"},
+  };
+  for (const auto& [yaml, error] : cases) {
+    try {
+      parse_regions_yaml(yaml, "r.yaml");
+      ADD_FAILURE() << "accepted:\n" << yaml;
+    } catch (const YAML::Exception& e) {
+      ADD_FAILURE() << "a yaml-cpp exception escaped: " << e.what();
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), error);
+    }
+  }
+}
 
 TEST(Snapshot, AZoneWithoutDataHasNoIntensityAndTakesNoJob) {
   auto regions = parse_regions_yaml("regions:\n  - {name: live, zone: westeurope, nodes: 4}\n  - {name: flat, nodes: 2, intensity: 90}\n", "r");

@@ -1,30 +1,129 @@
-# cmake -DCLANGXX=... -DSRC=<repo> -DOUT=<dir> -DSECONDS=<n> -P fuzz.cmake
-# Builds the parser fuzzer with clang++ -fsanitize=fuzzer (libFuzzer) and runs
-# it briefly on the seed corpus. The parsers are compiled into the fuzzer
-# itself so that they are instrumented.
-file(MAKE_DIRECTORY ${OUT}/corpus)
-file(GLOB seeds ${SRC}/tests/controller/fuzz_corpus/*)
-file(COPY ${seeds} DESTINATION ${OUT}/corpus)
-set(bin ${OUT}/fuzz_parsers)
-if(NOT EXISTS ${bin} OR ${SRC}/controller/api_types.cpp IS_NEWER_THAN ${bin}
-   OR ${SRC}/controller/job.cpp IS_NEWER_THAN ${bin}
-   OR ${SRC}/carbon/src/job.cpp IS_NEWER_THAN ${bin}
-   OR ${SRC}/worker/config.cpp IS_NEWER_THAN ${bin}
-   OR ${SRC}/tests/controller/fuzz_parsers.cpp IS_NEWER_THAN ${bin})
+# cmake -DCLANGXX=... -DSRC=<repo> -DOUT=<dir> -DSECONDS=<n> [-DFUZZER=<name>] [-DLIBS=<a.a|b.a>] -P fuzz.cmake
+# Builds one libFuzzer target with clang++ -fsanitize=fuzzer,address,undefined
+# and runs it briefly on its seed corpus. The parsers a target fuzzes are
+# compiled into the fuzzer itself so that they are instrumented; what they
+# call beyond that (a few targets only) comes from the project's own static
+# libraries, passed in LIBS (uninstrumented, linked after the parsers).
+#
+# Targets (FUZZER, default fuzz_parsers; source tests/controller/<FUZZER>.cpp,
+# seeds tests/controller/fuzz_corpus/<FUZZER>/, fuzz_parsers: the files
+# directly in fuzz_corpus/):
+#   fuzz_parsers             REST job spec + worker status bodies (controller/api_types.cpp, job.cpp)
+#   fuzz_worker_config       worker job spec: apply_config_text + validate (worker/config.cpp)
+#   fuzz_checkpoint_manifest checkpoint manifest.txt + rank_<r>.crc (shard/src/checkpoint_manifest.cpp)
+#   fuzz_carbon_csv          intensity CSV (carbon/src/csv_provider.cpp)
+#   fuzz_provider_json       Carbon Aware SDK + Electricity Maps answers (carbon/src/*provider.cpp)
+#   fuzz_controller_config   regions.yaml, carbon-source and hardware YAML (controller/regions.cpp, config_files.cpp)
+#   fuzz_kubeconfig          kubeconfig + worker-defaults.yaml (controller/executor_k8s.cpp)
+#   fuzz_k8s_answers         the Kubernetes API's Job and pod answers (executor_k8s.cpp; a loopback server)
+#   fuzz_auth_tokens         the tokens file (controller/auth.cpp)
+#   fuzz_token_file          the worker's token-file header (worker/data.cpp TokenFile)
+# scripts/fuzz.sh runs the same builds for long campaigns (-DRUN=OFF builds only).
+if(NOT DEFINED FUZZER OR FUZZER STREQUAL "")
+  set(FUZZER fuzz_parsers)
+endif()
+if(NOT DEFINED RUN)
+  set(RUN ON)
+endif()
+set(T ${SRC}/tests/controller)
+# LIBS: '|'-separated (a ';' list would be split on the add_test command line).
+string(REPLACE "|" ";" LIBS "${LIBS}")
+set(system_libs -lcpp-httplib -lyaml-cpp -lsqlite3 -lprometheus-cpp-core -lssl -lcrypto -lz -lpthread -ldl)
+execute_process(COMMAND pkg-config --cflags cpp-httplib OUTPUT_VARIABLE httplib_flags OUTPUT_STRIP_TRAILING_WHITESPACE)
+separate_arguments(httplib_flags UNIX_COMMAND "${httplib_flags}")
+set(extra_flags "")
+set(link_libs "")
+if(FUZZER STREQUAL "fuzz_parsers")
+  set(sources controller/api_types.cpp controller/job.cpp worker/config.cpp carbon/src/hardware.cpp
+              carbon/src/error.cpp carbon/src/job.cpp)
+  set(link_libs -lcrypto -lyaml-cpp)
+elseif(FUZZER STREQUAL "fuzz_worker_config")
+  set(sources worker/config.cpp carbon/src/hardware.cpp carbon/src/error.cpp)
+  set(link_libs -lyaml-cpp)
+elseif(FUZZER STREQUAL "fuzz_checkpoint_manifest")
+  # LibTorch-free: the manifest and chunk-index parsers live apart from checkpoint.cpp.
+  set(sources shard/src/checkpoint_manifest.cpp shard/src/crc32c.cpp)
+  set(extra_flags -I${SRC}/shard/src)
+elseif(FUZZER STREQUAL "fuzz_carbon_csv")
+  set(sources carbon/src/csv_provider.cpp carbon/src/csv_line.cpp carbon/src/intensity.cpp carbon/src/time.cpp
+              carbon/src/error.cpp)
+elseif(FUZZER STREQUAL "fuzz_provider_json")
+  # The provider sources and http_json.cpp are #included by the fuzzer
+  # (get_json, the HTTP GET, is replaced by one that answers the input).
+  set(sources carbon/src/intensity.cpp carbon/src/time.cpp carbon/src/error.cpp)
+  set(deps carbon/src/carbon_aware_sdk_provider.cpp carbon/src/electricitymaps_provider.cpp carbon/src/http_json.cpp)
+  set(extra_flags ${httplib_flags})
+  set(link_libs -lcpp-httplib -lssl -lcrypto)
+elseif(FUZZER STREQUAL "fuzz_controller_config")
+  set(sources controller/regions.cpp controller/config_files.cpp)
+  set(extra_flags ${httplib_flags})
+  set(link_libs ${LIBS} ${system_libs})
+elseif(FUZZER STREQUAL "fuzz_kubeconfig")
+  set(sources controller/executor_k8s.cpp controller/base64.cpp)
+  set(extra_flags ${httplib_flags})
+  set(link_libs ${LIBS} ${system_libs})
+elseif(FUZZER STREQUAL "fuzz_k8s_answers")
+  set(sources controller/executor_k8s.cpp controller/base64.cpp)
+  set(extra_flags ${httplib_flags})
+  set(link_libs ${LIBS} ${system_libs})
+elseif(FUZZER STREQUAL "fuzz_auth_tokens")
+  # sha256_hex and ApiError live in api_types.cpp (and what it needs).
+  set(sources controller/auth.cpp controller/api_types.cpp controller/job.cpp worker/config.cpp
+              carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
+  set(link_libs -lcrypto -lyaml-cpp)
+elseif(FUZZER STREQUAL "fuzz_token_file")
+  set(sources worker/data.cpp worker/tokenizer.cpp)
+  set(link_libs -ldl -lcrypto)
+else()
+  message(FATAL_ERROR "unknown fuzz target '${FUZZER}'")
+endif()
+
+set(corpus ${OUT}/${FUZZER}-corpus)
+file(MAKE_DIRECTORY ${corpus})
+if(FUZZER STREQUAL "fuzz_parsers")
+  file(GLOB seeds LIST_DIRECTORIES false ${T}/fuzz_corpus/*)
+else()
+  file(GLOB seeds LIST_DIRECTORIES false ${T}/fuzz_corpus/${FUZZER}/*)
+endif()
+if(seeds)
+  file(COPY ${seeds} DESTINATION ${corpus})
+endif()
+
+set(bin ${OUT}/${FUZZER})
+set(stale FALSE)
+if(NOT EXISTS ${bin} OR ${T}/${FUZZER}.cpp IS_NEWER_THAN ${bin} OR ${T}/fuzz.cmake IS_NEWER_THAN ${bin})
+  set(stale TRUE)
+endif()
+set(abs_sources "")
+foreach(s ${sources} ${deps})
+  if(${SRC}/${s} IS_NEWER_THAN ${bin})
+    set(stale TRUE)
+  endif()
+endforeach()
+foreach(s ${sources})
+  list(APPEND abs_sources ${SRC}/${s})
+endforeach()
+foreach(l ${link_libs})
+  if(IS_ABSOLUTE ${l} AND ${l} IS_NEWER_THAN ${bin})
+    set(stale TRUE)
+  endif()
+endforeach()
+if(stale)
+  message(STATUS "building ${bin}")
   execute_process(
-    COMMAND ${CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I${SRC}
-            -I${SRC}/carbon/include -I${SRC}/shard/include
-            ${SRC}/tests/controller/fuzz_parsers.cpp ${SRC}/controller/api_types.cpp ${SRC}/controller/job.cpp
-            ${SRC}/worker/config.cpp ${SRC}/carbon/src/hardware.cpp ${SRC}/carbon/src/error.cpp
-            ${SRC}/carbon/src/job.cpp
-            -lcrypto -lyaml-cpp -o ${bin}
+    COMMAND ${CLANGXX} -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I${SRC}
+            -I${SRC}/carbon/include -I${SRC}/shard/include ${extra_flags}
+            ${T}/${FUZZER}.cpp ${abs_sources} ${link_libs} -o ${bin}.tmp
     RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "building the fuzzer failed (${rc})")
+    message(FATAL_ERROR "building the fuzzer ${FUZZER} failed (${rc})")
   endif()
+  file(RENAME ${bin}.tmp ${bin})
 endif()
-execute_process(COMMAND ${bin} -max_total_time=${SECONDS} -rss_limit_mb=2048 -timeout=10 ${OUT}/corpus
-                RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the fuzzer found a crash (${rc}); see the crash-* file in the working directory")
+if(RUN)
+  execute_process(COMMAND ${bin} -max_total_time=${SECONDS} -rss_limit_mb=2048 -timeout=10 ${corpus}
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the fuzzer ${FUZZER} found a crash (${rc}); see the crash-* file in the working directory")
+  endif()
 endif()

@@ -900,6 +900,9 @@ const EndCase kEnds[] = {
      GangPhase::kFailed, "exited 1: segfault"},
     {"the API server cannot answer after the gang ran", false, kRunningStatus, json::array(), GangPhase::kRunning,
      "kubernetes API HTTP 500", "", false, 500},
+    // Found by fuzz_k8s_answers: ready + succeeded overflowed int (UB).
+    {"an API answer with ready at the int maximum", false, {{"active", 1}, {"ready", 2147483647}, {"succeeded", 1}},
+     json::array(), GangPhase::kRunning, ""},
 };
 
 }  // namespace

@@ -89,6 +89,14 @@ const SpecCase kSpecs[] = {
     {"a sharding strategy in lower case", "sharding: {strategy: shard_grad_op}", ""},
     {"an unknown sharding strategy", "sharding: {strategy: ZERO3}",
      "sharding.strategy: must be FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD, got 'ZERO3'"},
+    // Found by fuzz_worker_config: a string that is not UTF-8 was accepted and
+    // made to_json() (--print-config, the checkpoint's record) throw.
+    {"a string that is not UTF-8", "summary_path: run\xd7.json", "job.yaml: summary_path: expected UTF-8 text"},
+    {"a truncated UTF-8 sequence", "checkpoint: {dir: ru\xe2\x82}", "checkpoint.dir: expected UTF-8 text"},
+    {"UTF-8 text", "summary_path: r\xc3\xa9sum\xc3\xa9.json", ""},
+    // ...and a key that is a mapping escaped as a YAML exception, not ConfigError.
+    {"a key that is a mapping", "? {a: 1}\n: 2\n", "job.yaml: (top level): a key that is not a string"},
+    {"a nested key that is a list", "model:\n  ? [a]\n  : 2\n", "job.yaml: model: a key that is not a string"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, Spec, ::testing::ValuesIn(kSpecs),

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Long libFuzzer campaigns over the parsers of outside input
+# (tests/controller/fuzz.cmake lists the targets; docs/controller.md, "Fuzzing").
+#
+#   scripts/fuzz.sh [TARGET] [SECONDS]     # default: every target, 300 s each
+#
+# Each target is built with clang++ -fsanitize=fuzzer,address,undefined (as the
+# CTest entries build it), seeded from tests/controller/fuzz_corpus/ and run on
+# one core for SECONDS. A crash is saved under $FUZZ_DIR/artifacts/ and the
+# run goes on (libFuzzer is restarted for the time left; at most 5 restarts)
+# so one bug does not end the campaign. Prints executions and crashes per
+# target; exits 1 when any target crashed.
+#
+# Environment: BUILD (default build: the CMake build whose static libraries
+# some targets link), FUZZ_DIR (default $BUILD/fuzz-campaign: binaries, the
+# growing corpora, artifacts, logs), CLANGXX (default clang++), FUZZ_ARGS
+# (extra libFuzzer flags).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ALL=(fuzz_parsers fuzz_worker_config fuzz_checkpoint_manifest fuzz_carbon_csv fuzz_provider_json
+     fuzz_controller_config fuzz_kubeconfig fuzz_k8s_answers fuzz_auth_tokens fuzz_token_file)
+TARGETS=("${ALL[@]}")
+SECONDS_EACH=300
+if [[ $# -ge 1 && $1 != all ]]; then
+  if [[ ! " ${ALL[*]} " == *" $1 "* ]]; then
+    echo "fuzz.sh: unknown target '$1' (targets: ${ALL[*]})" >&2
+    exit 2
+  fi
+  TARGETS=("$1")
+fi
+[[ $# -ge 2 ]] && SECONDS_EACH=$2
+BUILD=${BUILD:-$ROOT/build}
+FUZZ_DIR=${FUZZ_DIR:-$BUILD/fuzz-campaign}
+CLANGXX=${CLANGXX:-$(command -v clang++ || command -v clang++-16 || command -v clang++-15 || command -v clang++-14 || true)}
+[[ -n $CLANGXX ]] || { echo "fuzz.sh: clang++ not found" >&2; exit 2; }
+LIBS="$BUILD/controller/libcontroller.a|$BUILD/libworker_job_schema.a|$BUILD/carbon/libcarbon.a"
+mkdir -p "$FUZZ_DIR/artifacts" "$FUZZ_DIR/logs"
+
+total_crashes=0
+summary=()
+for t in "${TARGETS[@]}"; do
+  # Build (and refresh the corpus from the seeds) without running.
+  cmake -DCLANGXX="$CLANGXX" -DSRC="$ROOT" -DOUT="$FUZZ_DIR" -DFUZZER="$t" -DRUN=OFF "-DLIBS=$LIBS" \
+        -P "$ROOT/tests/controller/fuzz.cmake" >"$FUZZ_DIR/logs/$t.build.log" 2>&1 ||
+    { echo "fuzz.sh: building $t failed; see $FUZZ_DIR/logs/$t.build.log" >&2; exit 2; }
+  execs=0 crashes=0 restarts=0
+  end=$(( $(date +%s) + SECONDS_EACH ))
+  log="$FUZZ_DIR/logs/$t.log"
+  : >"$log"
+  while :; do
+    left=$(( end - $(date +%s) ))
+    (( left > 0 )) || break
+    rc=0
+    "$FUZZ_DIR/$t" -max_total_time="$left" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+      -artifact_prefix="$FUZZ_DIR/artifacts/$t-" ${FUZZ_ARGS:-} "$FUZZ_DIR/$t-corpus" >>"$log.run" 2>&1 || rc=$?
+    # Executions: the final stats, else (a crash) the last status line.
+    n=$(grep -oE '^stat::number_of_executed_units: [0-9]+' "$log.run" | tail -1 | awk '{print $2}' || true)
+    [[ -n $n ]] || n=$(grep -oE '^#[0-9]+' "$log.run" | tail -1 | tr -d '#' || true)
+    execs=$(( execs + ${n:-0} ))
+    cat "$log.run" >>"$log"; rm -f "$log.run"
+    (( rc == 0 )) && break
+    crashes=$(( crashes + 1 ))
+    restarts=$(( restarts + 1 ))
+    (( restarts <= 5 )) || break
+  done
+  total_crashes=$(( total_crashes + crashes ))
+  line=$(printf '%-26s %12d executions %3d crashes  (%d s; log %s)' "$t" "$execs" "$crashes" "$SECONDS_EACH" "$log")
+  echo "$line"
+  summary+=("$line")
+done
+echo "---"
+printf '%s\n' "${summary[@]}"
+if (( total_crashes > 0 )); then
+  echo "crash inputs: $FUZZ_DIR/artifacts/ (reproduce: $FUZZ_DIR/<target> <file>)"
+  exit 1
+fi
