@@ -80,17 +80,6 @@ uint64_t splitmix64(uint64_t x) {
 
 }  // namespace
 
-std::vector<uint32_t> ByteTokenizer::encode(const std::string& text) const {
-  return std::vector<uint32_t>(reinterpret_cast<const unsigned char*>(text.data()),
-                               reinterpret_cast<const unsigned char*>(text.data()) + text.size());
-}
-
-std::string ByteTokenizer::decode(const std::vector<uint32_t>& tokens) const {
-  std::string s;
-  for (auto t : tokens) s += static_cast<char>(t & 0xFF);
-  return s;
-}
-
 int token_width(int64_t vocab) { return vocab <= 256 ? 1 : vocab <= 65536 ? 2 : 4; }
 
 void write_token_file(const std::string& path, const std::vector<uint32_t>& tokens, int64_t vocab) {

@@ -28,14 +28,6 @@
 
 namespace greenshard {
 
-// Byte-level tokenizer: token = byte value, vocabulary 256 (the same tokens
-// as make_byte_tokenizer(), worker/tokenizer.h, without a virtual call).
-struct ByteTokenizer {
-  static constexpr int64_t kVocab = 256;
-  std::vector<uint32_t> encode(const std::string& text) const;
-  std::string decode(const std::vector<uint32_t>& tokens) const;
-};
-
 // Bytes per token for a vocabulary: 1 (<= 256), 2 (<= 65536) or 4.
 int token_width(int64_t vocab);
 

@@ -517,13 +517,4 @@ PrepareResult prepare(const PrepareOptions& opt) {
   return res;
 }
 
-PrepareResult prepare_token_files(const std::vector<std::string>& inputs, const std::string& out_dir,
-                                  double val_fraction) {
-  PrepareOptions o;
-  o.inputs = inputs;
-  o.out_dir = out_dir;
-  o.val_fraction = val_fraction;
-  return prepare(o);
-}
-
 }  // namespace greenshard

@@ -68,8 +68,4 @@ struct PrepareResult {
 // output I/O errors.
 PrepareResult prepare(const PrepareOptions& opt);
 
-// The byte tokenizer with the other defaults (the original entry point).
-PrepareResult prepare_token_files(const std::vector<std::string>& inputs, const std::string& out_dir,
-                                  double val_fraction);
-
 }  // namespace greenshard
