@@ -29,6 +29,7 @@
 #include "worker/status.h"
 #include "worker/weight_decay.h"
 
+#include <c10/core/GradMode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
@@ -144,7 +145,7 @@ StepResult train_step(Training& t, int64_t step) {
 double validation_loss(Training& t, const std::optional<Sampler>& val, int64_t step) {
   if (!val) return NAN;
   const int64_t B = t.cfg.schedule.batch_size, T = t.cfg.model.context, n = t.cfg.schedule.eval_batches;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   t.model->eval();
   at::Tensor sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(t.device));
   std::vector<int64_t> x, y;

@@ -1,5 +1,6 @@
 #include "worker/weight_decay.h"
 
+#include <c10/core/GradMode.h>
 #include <ATen/ATen.h>
 
 #include <stdexcept>
@@ -15,7 +16,7 @@ MaskedWeightDecay::MaskedWeightDecay(shard::FullyShardedModel& fsdp, double weig
 
 void MaskedWeightDecay::apply(double lr) {
   if (wd_ == 0) return;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     at::Tensor& p = params_[i];
     if (!p.grad().defined()) continue;  // as torch::optim::AdamW::step

@@ -1,5 +1,6 @@
 #include "activation_checkpoint.h"
 
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -20,7 +21,7 @@ struct RecomputeBackward : torch::autograd::Node {
     if (input_requires_grad) x.requires_grad_(true);
     at::Tensor out;
     {
-      at::AutoGradMode enable(true);
+      c10::AutoGradMode enable(true);
       out = fn(x);
     }
     input = at::Tensor();  // recomputed once
@@ -41,7 +42,7 @@ at::Tensor checkpointed_forward(const at::Tensor& input, const std::function<at:
   node->set_next_edges(torch::autograd::collect_next_edges(input));
   at::Tensor out;
   {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     out = fn(input.detach());
     // A fresh tensor for the new history (fn may return a view or its input).
     if (out.is_view() || out.is_same(input)) out = out.clone();

@@ -7,6 +7,7 @@
 #include "runtime.h"
 #include "shard/fully_shard.h"
 
+#include <c10/core/GradMode.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/input-archive.h>
@@ -34,8 +35,9 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <sstream>
+#include <type_traits>
+#include <set>
 #include <stdexcept>
 
 namespace shard {
@@ -108,7 +110,22 @@ std::string torch_save_bytes(const c10::Dict<std::string, at::Tensor>& dict) {
   return out;
 }
 
-std::string state_key(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+// The optimizer's state is keyed by the parameter's TensorImpl: as a string
+// of its address in LibTorch 1.x, as the address itself in 2.x.
+using OptimizerStateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+template <class Key>
+Key state_key_of(c10::TensorImpl* impl) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os;
+    os << impl;
+    return os.str();
+  } else {
+    return impl;
+  }
+}
+
+OptimizerStateKey state_key(const at::Tensor& p) { return state_key_of<OptimizerStateKey>(p.unsafeGetTensorImpl()); }
 
 torch::optim::AdamW* as_adamw(torch::optim::Optimizer* opt) {
   if (!opt) return nullptr;
@@ -188,7 +205,7 @@ std::vector<StagingCopy> stage(Runtime& rt, torch::optim::AdamW* opt, char* imag
     on_side.emplace(*side);
   }
 #endif
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   std::vector<StagingCopy> later;
   for (size_t i = 0; i < rt.units().size(); ++i) {
     const at::Tensor master = rt.units()[i]->master().detach();
@@ -425,7 +442,7 @@ LoadedCheckpoint load_checkpoint(FullyShardedModel& model, torch::optim::Optimiz
   }
   agree_or_throw(rt, error, "checkpoint: " + dir + ": another rank failed to read its part (see its error)");
 
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (size_t i = 0; i < loaded.size(); ++i) {
     at::Tensor master = rt.units()[i]->master();
     master.detach().copy_(loaded[i].master);
@@ -552,7 +569,7 @@ void import_full_state_dict(FullyShardedModel& model, const std::string& path) {
     error = e.what();
   }
   agree_or_throw(rt, error, "import_full_state_dict: another rank failed to read " + path);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (size_t i = 0; i < shards.size(); ++i) rt.units()[i]->master().detach().copy_(shards[i]);
 }
 

@@ -12,6 +12,12 @@
 #include <stdexcept>
 
 namespace shard {
+#ifdef GREENSHARD_NO_S3
+// bench/gpu's standalone build on an image without libcurl/OpenSSL headers.
+std::shared_ptr<CheckpointStore> make_s3_store(const std::string& url) {
+  throw std::invalid_argument("checkpoint: " + url + ": this build has no S3 store (built without libcurl)");
+}
+#else
 namespace {
 
 constexpr size_t kPartBytes = 16 << 20;  // >= S3's 5 MiB minimum part
@@ -121,6 +127,7 @@ class S3Store final : public CheckpointStore {
 }  // namespace
 
 std::shared_ptr<CheckpointStore> make_s3_store(const std::string& url) { return std::make_shared<S3Store>(url); }
+#endif
 
 std::shared_ptr<CheckpointStore> open_checkpoint_store(const std::string& root) {
   if (root.empty()) throw std::invalid_argument("checkpoint: empty checkpoint root");

@@ -433,7 +433,7 @@ class NcclCommunicator final : public Communicator {
     return launch(op, opts, {tensor}, [&](cudaStream_t s) {
       nccl("ncclBroadcast", ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), bytes, ncclUint8,
                                           root, comm_, s));
-      if (rank() == root) bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
+      if (rank() == root && size() > 1) bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
     });
   }
 

@@ -1,5 +1,6 @@
 #include "flat_param.h"
 
+#include <c10/core/GradMode.h>
 #include <ATen/native/Resize.h>
 #include <c10/util/Exception.h>
 
@@ -27,7 +28,7 @@ FlatParamLayout::FlatParamLayout(std::vector<FlatParamEntry> params, int group_s
 }
 
 at::Tensor FlatParamLayout::flatten_values() const {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor flat = at::zeros({padded_numel_}, at::kFloat);
   for (const auto& e : entries_) {
     flat.narrow(0, e.offset, e.numel).copy_(e.param.detach().reshape({-1}));
@@ -36,7 +37,7 @@ at::Tensor FlatParamLayout::flatten_values() const {
 }
 
 at::Tensor FlatParamLayout::materialize(const std::function<void(const std::string&, at::Tensor&)>& init) const {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor flat = at::zeros({padded_numel_}, at::kFloat);
   for (const auto& e : entries_) {
     at::Tensor view = flat.narrow(0, e.offset, e.numel).view(e.shape);
@@ -56,7 +57,7 @@ std::vector<at::Tensor> FlatParamLayout::views(const at::Tensor& flat) const {
 }
 
 void FlatParamLayout::bind_views(const at::Tensor& flat) const {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   auto v = views(flat);
   for (size_t i = 0; i < entries_.size(); ++i) {
     // Like `p.data = view` in Python: the parameter keeps its autograd

@@ -2,6 +2,7 @@
 #include "runtime.h"
 #include "shard/fully_shard.h"
 
+#include <c10/core/GradMode.h>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -13,7 +14,7 @@ double FullyShardedModel::clip_grad_norm(double max_norm, double norm_type) {
   const bool inf = std::isinf(norm_type);
   if (!inf && norm_type != 2.0) throw std::invalid_argument("clip_grad_norm: norm_type must be 2 or inf");
   rt_->finish_all();
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   // Each shard group holds the whole gradient once (replicas are equal), so
   // the reduction runs over the shard group only.
   // On the device the sharded gradients live on (the host with offload).

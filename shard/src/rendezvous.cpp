@@ -212,13 +212,13 @@ class RendezvousImpl final : public Rendezvous {
     for (int r = 0; r < info_.world_size; ++r) keys.push_back(arrive_key(r));
     std::string failure;
     try {
-      store_->set(arrive_key(info_.rank), {'1'});
+      store_->set(arrive_key(info_.rank), std::vector<uint8_t>{'1'});
       auto sleep = milliseconds(1);
       for (;;) {
         if (store_->check(keys)) break;
         if (info_.rank != 0 && store_->check({kAbortKey})) {
           auto v = store_->get(kAbortKey);
-          store_->set(abort_ack_key(info_.rank), {'1'});
+          store_->set(abort_ack_key(info_.rank), std::vector<uint8_t>{'1'});
           failure = std::string(v.begin(), v.end()) + " (reported by rank 0)";
           break;
         }
@@ -288,7 +288,7 @@ class RendezvousImpl final : public Rendezvous {
     // Rank 0 hosts the store: let the others finish with it first (bounded;
     // skipped after a communication error, when peers may be dead).
     try {
-      store_->set(exit_key(info_.rank), {'1'});
+      store_->set(exit_key(info_.rank), std::vector<uint8_t>{'1'});
       if (info_.rank == 0 && info_.world_size > 1 && !aborted) {
         std::vector<std::string> keys;
         for (int r = 0; r < info_.world_size; ++r) keys.push_back(exit_key(r));

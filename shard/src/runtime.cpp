@@ -3,6 +3,7 @@
 #include "registry.h"
 #include "shard/host_memory.h"
 
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -99,7 +100,7 @@ Runtime::Runtime(std::shared_ptr<torch::nn::Module> root, std::shared_ptr<Rendez
 }
 
 void Runtime::build_units() {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   // 1. Which modules are units.
   auto modules = root_->named_modules("", /*include_self=*/true);
   std::vector<std::string> unit_paths{""};

@@ -1,5 +1,6 @@
 #include "unit.h"
 
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/function.h>
 
 #include <sstream>
@@ -66,7 +67,7 @@ int64_t Unit::unsharded_bytes_now() const {
 }
 
 void Unit::init(const at::Tensor& full_flat) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   const int group_rank = comms_.all_gather->rank();
   const int64_t n = layout_.shard_numel();
   const c10::Device master_device = placement_.offload ? c10::Device(c10::kCPU) : placement_.compute;
@@ -88,7 +89,7 @@ void Unit::init(const at::Tensor& full_flat) {
 
 void Unit::unshard_async() {
   if (shard_state_ != ShardState::kSharded) return;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   alloc_storage(unsharded_);
   memory_->add(param_bytes());
   at::Tensor src = master_.detach();
@@ -126,7 +127,7 @@ void Unit::reshard() {
 
 void Unit::prepare_grads() {
   if (grads_live_) return;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   if (!grad_flat_.defined()) {
     grad_flat_ = at::zeros({layout_.padded_numel()},
                            at::TensorOptions().dtype(mp_.param_dtype).device(placement_.compute));
@@ -156,7 +157,7 @@ void Unit::free_grads() {
 void Unit::start_reduction() {
   if (!grads_live_) throw std::logic_error(describe() + ": start_reduction without gradients");
   if (stage_ != Stage::kNone) throw std::logic_error(describe() + ": reduction already pending");
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   reduce_in_ = grad_flat_.scalar_type() == mp_.reduce_dtype ? grad_flat_ : grad_flat_.to(mp_.reduce_dtype);
   // Unbind the parameters' .grad now: the buffer belongs to the collective.
   for (auto& e : layout_.entries()) e.param.mutable_grad() = at::Tensor();
@@ -183,7 +184,7 @@ void Unit::start_reduction() {
 
 bool Unit::advance_reduction(bool block) {
   if (stage_ == Stage::kNone) return true;
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   if (stage_ == Stage::kReduceScatter) {
     if (!block && !reduce_work_->is_completed()) return false;
     reduce_work_->wait();
@@ -225,7 +226,7 @@ bool Unit::advance_reduction(bool block) {
 std::vector<at::Tensor> Unit::copy_full_params() const {
   if (shard_state_ != ShardState::kUnsharded)
     throw std::logic_error(describe() + ": copy_full_params while " + to_string(shard_state_));
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   std::vector<at::Tensor> out;
   for (const auto& v : layout_.views(unsharded_)) out.push_back(v.to(at::kFloat).clone());
   return out;
