@@ -191,4 +191,74 @@ void apply_hardware_yaml(const std::string& text, const std::string& origin, std
   for (auto& [r, p] : set) r->hardware = p;  // all or nothing
 }
 
+namespace {
+
+TenantQuota parse_tenant_quota(const YAML::Node& node, const std::string& where,
+                               const std::vector<RegionConfig>& regions) {
+  if (!node.IsMap() && !node.IsNull()) throw std::runtime_error(where + ": expected a map of region to {nodes, gpus}");
+  TenantQuota q;
+  for (const auto& kv : node) {
+    const std::string region = scalar(kv.first, where + ": a key");
+    const std::string w = where + "." + region;
+    if (std::none_of(regions.begin(), regions.end(), [&](const RegionConfig& r) { return r.name == region; })) {
+      std::string names;
+      for (const auto& c : regions) names += (names.empty() ? "" : ", ") + c.name;
+      throw std::runtime_error(w + ": no such region in the regions file (regions: " + names + ")");
+    }
+    if (!kv.second.IsMap()) throw std::runtime_error(w + ": expected a map with nodes and/or gpus");
+    RegionQuota rq;
+    for (const auto& f : kv.second) {
+      const std::string key = scalar(f.first, w + ": a key");
+      if (key == "nodes") rq.nodes = integer(f.second, w + ".nodes", 0, 1000000);
+      else if (key == "gpus") rq.gpus = integer(f.second, w + ".gpus", 0, 1000000);
+      else throw std::runtime_error(w + ": unknown key '" + key + "' (known: nodes, gpus)");
+    }
+    q[region] = rq;
+  }
+  return q;
+}
+
+bool valid_tenant(const std::string& t) {
+  if (t.empty() || t.size() > 63) return false;
+  return std::all_of(t.begin(), t.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+
+}  // namespace
+
+QuotaConfig load_quota_file(const std::string& path, const std::vector<RegionConfig>& regions) {
+  return parse_quota_yaml(read_or_throw(path, "quotas file"), path, regions);
+}
+
+QuotaConfig parse_quota_yaml(const std::string& text, const std::string& origin,
+                             const std::vector<RegionConfig>& regions) {
+  QuotaConfig c;
+  c.origin = origin;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error(origin + ": not YAML: " + e.what());
+  }
+  if (root.IsNull()) return c;  // an empty file: no quotas
+  if (!root.IsMap()) throw std::runtime_error(origin + ": expected a map at the top level");
+  for (const auto& kv : root) {
+    const std::string key = scalar(kv.first, origin + ": a key");
+    if (key == "default") {
+      c.default_quota = parse_tenant_quota(kv.second, origin + ": default", regions);
+    } else if (key == "tenants") {
+      if (!kv.second.IsMap() && !kv.second.IsNull())
+        throw std::runtime_error(origin + ": tenants: expected a map of tenant to its quotas");
+      for (const auto& t : kv.second) {
+        const std::string tenant = scalar(t.first, origin + ": tenants: a key");
+        if (!valid_tenant(tenant))
+          throw std::runtime_error(origin + ": tenants." + tenant + ": a tenant is 1..63 of [a-z0-9-]");
+        c.tenants[tenant] = parse_tenant_quota(t.second, origin + ": tenants." + tenant, regions);
+      }
+    } else {
+      throw std::runtime_error(origin + ": unknown key '" + key + "' (known: default, tenants)");
+    }
+  }
+  return c;
+}
+
 }  // namespace controller

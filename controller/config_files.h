@@ -47,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/quota.h"
 #include "controller/regions.h"
 
 namespace carbon {
@@ -106,6 +107,16 @@ std::string forecaster_spec_error(const std::string& spec);
 // and key (a region not in `regions`, an unknown profile with the known ones).
 void load_hardware_file(const std::string& path, std::vector<RegionConfig>& regions);
 void apply_hardware_yaml(const std::string& text, const std::string& origin, std::vector<RegionConfig>& regions);
+
+// Quotas (--quotas, GREENSHARD_QUOTAS_FILE): tenant -> region -> {nodes,
+// gpus} (controller/quota.h has the format and its meaning). Tenants are
+// 1..63 of [a-z0-9-] (as in the tokens file), regions must be in `regions`,
+// nodes and gpus integers in [0, 1000000]; anything else is a
+// std::runtime_error naming the file and the key
+// ("quotas.yaml: tenants.team-a.DE.nodes: must be in [0, 1000000], got -1").
+QuotaConfig load_quota_file(const std::string& path, const std::vector<RegionConfig>& regions);
+QuotaConfig parse_quota_yaml(const std::string& text, const std::string& origin,
+                             const std::vector<RegionConfig>& regions);
 
 // carbon/'s built-in hardware profile names (empty when built without carbon/).
 std::vector<std::string> known_hardware_profiles();

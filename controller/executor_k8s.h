@@ -48,7 +48,11 @@
 //   env                           EnvVar objects (NCCL_*, ...), after the
 //                                 controller's; names the controller sets
 //                                 (MASTER_*, WORLD_SIZE, RANK, PET_*,
-//                                 JOB_COMPLETION_INDEX, GREENSHARD_*) are refused;
+//                                 JOB_COMPLETION_INDEX, GREENSHARD_*) are refused,
+//                                 but GREENSHARD_CA_BUNDLE (the CA the worker
+//                                 verifies an https:// controller with), whose
+//                                 value must be a file under one of the
+//                                 volumeMounts;
 //                                 AWS_ENDPOINT_URL_S3 / AWS_REGION are dropped
 //                                 where the region's checkpoint_s3 sets them;
 //   volumes, volumeMounts         e.g. /tmp and /dev/shm (emptyDir, medium

@@ -6,6 +6,11 @@
 // PR_SET_PDEATHSIG(SIGTERM), so if the controller dies the gang checkpoints
 // and exits instead of running unwatched; the restarted controller then
 // restarts it from that checkpoint (adopt() returns false).
+//
+// Ranks inherit the controller's environment. GREENSHARD_CA_BUNDLE (the PEM
+// bundle an https:// controller is verified with; worker/status.h) is
+// checked when the executor is made and handed to the ranks as an absolute
+// path (they run in their job directory).
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -18,6 +23,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -27,6 +33,7 @@
 #include <sstream>
 #include <thread>
 
+#include "controller/ca_bundle.h"
 #include "controller/executor.h"
 #include "worker/config.h"  // kConfigErrorPrefix
 
@@ -200,9 +207,19 @@ struct Gang {
   bool killed = false;
 };
 
+// $GREENSHARD_CA_BUNDLE as an absolute path ("" when unset or empty);
+// throws std::runtime_error naming the variable when it is set but not a
+// readable PEM bundle.
+std::string ca_bundle_for_ranks() {
+  const char* v = std::getenv("GREENSHARD_CA_BUNDLE");
+  if (!v || !*v) return "";
+  check_ca_bundle(v, "GREENSHARD_CA_BUNDLE (the CA bundle local ranks verify the controller's https:// URL with)");
+  return fs::absolute(v).lexically_normal().string();
+}
+
 class LocalExecutor final : public Executor {
  public:
-  explicit LocalExecutor(LocalExecutorOptions o) : opt_(std::move(o)) {}
+  explicit LocalExecutor(LocalExecutorOptions o) : opt_(std::move(o)), ca_bundle_(ca_bundle_for_ranks()) {}
   ~LocalExecutor() override {
     std::lock_guard<std::mutex> l(mu_);
     for (auto& [id, g] : gangs_) {
@@ -257,6 +274,7 @@ class LocalExecutor final : public Executor {
     base["GREENSHARD_STATUS_URL"] = gs.status_url;
     base["GREENSHARD_STATUS_TOKEN"] = gs.status_token;
     if (!gs.intensity_url.empty()) base["GREENSHARD_INTENSITY_URL"] = gs.intensity_url;
+    if (!ca_bundle_.empty()) base["GREENSHARD_CA_BUNDLE"] = ca_bundle_;
 
     std::vector<std::string> argv_s = {opt_.worker_path, "--config", g.dir + "/job.json"};
     for (const auto& a : opt_.extra_args) argv_s.push_back(a);
@@ -476,6 +494,7 @@ class LocalExecutor final : public Executor {
   }
 
   LocalExecutorOptions opt_;
+  std::string ca_bundle_;  // GREENSHARD_CA_BUNDLE, absolute; "" = none
   std::mutex mu_;
   std::map<std::string, Gang> gangs_;
 };

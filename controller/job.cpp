@@ -45,7 +45,8 @@ bool allowed_transition(JobState from, JobState to) {
     case S::kScheduled: return to == S::kStarting || to == S::kPending;
     case S::kStarting: return to == S::kRunning || to == S::kRecovering;
     case S::kRunning:
-      return to == S::kSucceeded || to == S::kRecovering || to == S::kSuspended;
+      return to == S::kSucceeded || to == S::kRecovering || to == S::kSuspended ||
+             to == S::kPending;  // preempted: checkpointed and requeued
     case S::kRecovering: return to == S::kStarting;
     case S::kSuspended: return to == S::kStarting;
     default: return false;
@@ -324,6 +325,17 @@ json job_view(const Job& job) {
                    {"loss", pr.loss},           {"val_loss", pr.val_loss},
                    {"tokens_per_s", pr.tokens_per_s}, {"mfu", pr.mfu},
                    {"eta_s", pr.eta_s},         {"message", pr.message}};
+  // Why a PENDING job waits, as the scheduler last recorded it.
+  v["waiting"] = nullptr;
+  const std::string why = job.runtime.is_object() ? job.runtime.value("deferred", std::string()) : std::string();
+  if (job.state() == JobState::kPending && !why.empty()) {
+    const std::string quota = "QuotaExceeded: ";
+    const bool over = why.rfind(quota, 0) == 0;
+    v["waiting"] = {{"reason", over                                     ? "QuotaExceeded"
+                               : why.rfind("waiting for capacity", 0) == 0 ? "WaitingForCapacity"
+                                                                           : "WaitingForIntensityData"},
+                    {"message", over ? why.substr(quota.size()) : why}};
+  }
   v["gang"] = nullptr;
   if (!job.gang.region.empty())
     v["gang"] = {{"region", job.gang.region}, {"nodes", job.gang.nodes}, {"window", job.gang.window}};

@@ -7,6 +7,8 @@
 //      │       (PENDING)    RECOVERING ◄───┤          SUSPENDED
 //      │                        │          └─────────►  (interruptible, between
 //      ▼                        ▼                        carbon windows)
+//   RUNNING ─► PENDING: preempted for a higher-priority job (it checkpointed;
+//   placed again, it resumes from that checkpoint).
 //   FAILED | CANCELLED from every non-terminal state.
 //
 // A Job's state can only change through Job::transition(), which refuses any

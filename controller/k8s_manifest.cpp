@@ -140,6 +140,12 @@ bool reserved_env(const std::string& n) {
          n == "JOB_COMPLETION_INDEX";
 }
 
+// The one GREENSHARD_* variable worker defaults may set: the PEM bundle the
+// worker verifies an https:// controller with (worker/status.h). Its value
+// must be a file under one of the defaults' volumeMounts (the chart mounts
+// the CA there).
+constexpr const char* kCaBundleEnv = "GREENSHARD_CA_BUNDLE";
+
 constexpr const char* kJobSpecMount = "/etc/greenshard";
 constexpr const char* kCheckpointMount = "/checkpoints";
 // The region's checkpoint_s3 Secret (a Secret volume may nest in the
@@ -202,7 +208,7 @@ WorkerDefaults parse_worker_defaults(const std::string& text, const std::string&
           const std::string n = want_string(e["name"], q + ".name");
           static const std::regex env_re("[-._a-zA-Z][-._a-zA-Z0-9]*");
           if (!std::regex_match(n, env_re)) bad(q + ".name", "'" + n + "' is not a valid variable name");
-          if (reserved_env(n)) bad(q + ".name", n + " is set by the controller");
+          if (reserved_env(n) && n != kCaBundleEnv) bad(q + ".name", n + " is set by the controller");
           if (!seen.insert(n).second) bad(q + ".name", n + " is set twice");
           if (e.contains("value") == e.contains("valueFrom")) bad(q, "exactly one of value and valueFrom");
           if (e.contains("value")) want_string(e["value"], q + ".value");
@@ -290,6 +296,20 @@ WorkerDefaults parse_worker_defaults(const std::string& text, const std::string&
       if (!paths.insert(mp).second) bad(q + ".mountPath", mp + " is mounted twice");
       if (m.contains("readOnly")) want_bool(m["readOnly"], q + ".readOnly");
       if (m.contains("subPath")) want_string(m["subPath"], q + ".subPath");
+    }
+    for (size_t i = 0; i < d.env.size(); ++i) {
+      if (d.env[i]["name"] != kCaBundleEnv) continue;
+      const std::string q = "env[" + std::to_string(i) + "]";
+      if (!d.env[i].contains("value")) bad(q + ".value", std::string(kCaBundleEnv) + " needs a value (a path)");
+      const std::string v = d.env[i]["value"].get<std::string>();
+      bool mounted = false;
+      for (const std::string& mp : paths) {
+        const std::string dir = mp.back() == '/' ? mp : mp + "/";
+        if (v.size() > dir.size() && v.rfind(dir, 0) == 0) mounted = true;
+      }
+      if (!mounted)
+        bad(q + ".value", std::string(kCaBundleEnv) + " '" + v +
+                              "' is not a file under one of volumeMounts' mountPath (mount the CA bundle there)");
     }
   } catch (const Bad& e) {
     throw std::runtime_error(origin + ": " + e.what());

@@ -18,7 +18,7 @@ using namespace controller;
 int main(int argc, char** argv) {
   CLI::App app{"greenshard-controller: REST job API, durable store, carbon-aware scheduler"};
   std::string host = "127.0.0.1", data_dir = "greenshard-data", tokens, regions_file, carbon_source_file,
-              hardware_file, worker,
+              hardware_file, quotas_file, worker,
               tls_cert, tls_key, port_file, advertise, policy_name = "spatio-temporal";
   int port = 8080, cycle_ms = 1000, threads = 16, max_live = 100000;
   int64_t grace_ms = 30000, backoff_ms = 1000;
@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
       ->envname("GREENSHARD_CARBON_SOURCE_FILE");
   app.add_option("--hardware", hardware_file, "hardware YAML: regions: {<region>: <carbon/ hardware profile>}")
       ->envname("GREENSHARD_HARDWARE_FILE");
+  app.add_option("--quotas", quotas_file,
+                 "quotas YAML: per-tenant nominal quotas of nodes/GPUs per region (default: none)")
+      ->envname("GREENSHARD_QUOTAS_FILE");
   app.add_option("--worker", worker, "greenshard-worker binary (default: next to this one)");
   app.add_option("--tls-cert", tls_cert, "PEM certificate (HTTPS when given with --tls-key)");
   app.add_option("--tls-key", tls_key, "PEM private key");
@@ -86,6 +89,8 @@ int main(int argc, char** argv) {
     Auth auth = Auth::load_file(tokens);
     auto regions = regions_file.empty() ? default_regions() : load_regions_file(regions_file);
     if (!hardware_file.empty()) load_hardware_file(hardware_file, regions);
+    QuotaConfig quotas;
+    if (!quotas_file.empty()) quotas = load_quota_file(quotas_file, regions);
     std::unique_ptr<IntensitySource> intensity;
     bool live_source = false;
     if (!carbon_source_file.empty()) {
@@ -155,6 +160,7 @@ int main(int argc, char** argv) {
                                                       : carbon::Policy::kSpatioTemporal;
     so.placement.max_lookahead = carbon::Hours{lookahead_h};
     so.replan_period_ms = int64_t(replan_s) * 1000;
+    so.quotas = std::move(quotas);
     Scheduler sched(registry, clock, regions, executors, &metrics, so);
     metrics.on_render([&] {
       metrics.set_region_intensities(sched.regions_now(), clock.now_ms());

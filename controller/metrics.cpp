@@ -78,6 +78,26 @@ struct Metrics::Impl {
       BuildCounter().Name("greenshard_auth_reload_failures_total")
           .Help("Tokens file reloads refused (unreadable or malformed); the last good tokens stay in force")
           .Register(*reg);
+  prometheus::Family<prometheus::Gauge>& quota_nodes =
+      BuildGauge().Name("greenshard_tenant_quota_nodes")
+          .Help("Nominal quota of nodes per tenant and region (-1: not limited)").Register(*reg);
+  prometheus::Family<prometheus::Gauge>& quota_gpus =
+      BuildGauge().Name("greenshard_tenant_quota_gpus")
+          .Help("Nominal quota of GPUs per tenant and region (-1: not limited)").Register(*reg);
+  prometheus::Family<prometheus::Gauge>& usage_nodes =
+      BuildGauge().Name("greenshard_tenant_usage_nodes")
+          .Help("Nodes a tenant's jobs hold or have reserved, per region").Register(*reg);
+  prometheus::Family<prometheus::Gauge>& usage_gpus =
+      BuildGauge().Name("greenshard_tenant_usage_gpus")
+          .Help("GPUs a tenant's jobs hold or have reserved, per region").Register(*reg);
+  prometheus::Family<prometheus::Counter>& preemptions =
+      BuildCounter().Name("greenshard_preemptions_total")
+          .Help("Jobs stopped at a checkpoint and requeued for a higher-priority job, by the preempted "
+                "job's tenant and region")
+          .Register(*reg);
+  prometheus::Family<prometheus::Gauge>& quota_waiting =
+      BuildGauge().Name("greenshard_quota_waiting_jobs")
+          .Help("PENDING jobs that wait for their tenant's quota").Register(*reg);
   prometheus::Counter& auth_reloads_c = auth_reloads.Add({});
   prometheus::Counter& auth_reload_failures_c = auth_reload_failures.Add({});
   prometheus::Counter& cycles_c = cycles.Add({});
@@ -154,6 +174,21 @@ void Metrics::migrated(const std::string& from_region, const std::string& to_reg
 }
 void Metrics::change_avoided_grams(double g) {
   if (g > 0) impl_->change_avoided_c.Increment(g);
+}
+void Metrics::set_tenant_quota(const std::string& tenant, const std::string& region, int quota_nodes,
+                               int quota_gpus, int used_nodes, int used_gpus) {
+  const prometheus::Labels l{{"tenant", tenant}, {"region", region}};
+  impl_->quota_nodes.Add(l).Set(quota_nodes);
+  impl_->quota_gpus.Add(l).Set(quota_gpus);
+  impl_->usage_nodes.Add(l).Set(used_nodes);
+  impl_->usage_gpus.Add(l).Set(used_gpus);
+  impl_->preemptions.Add(l);  // a known tenant's counter exists from 0
+}
+void Metrics::set_quota_waiting(const std::string& tenant, int jobs) {
+  impl_->quota_waiting.Add({{"tenant", tenant}}).Set(jobs);
+}
+void Metrics::preempted(const std::string& tenant, const std::string& region) {
+  impl_->preemptions.Add({{"tenant", tenant}, {"region", region}}).Increment();
 }
 void Metrics::request(const std::string& method, int code) {
   impl_->requests.Add({{"method", method}, {"code", std::to_string(code)}}).Increment();

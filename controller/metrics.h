@@ -33,6 +33,13 @@
 //   greenshard_auth_reloads_total                      counter (tokens file reloads put in force)
 //   greenshard_auth_reload_failures_total              counter (reloads refused; the last good
 //                                    table stays in force)
+//   greenshard_tenant_quota_nodes{tenant,region}       gauge (nominal quota; -1 = not limited)
+//   greenshard_tenant_quota_gpus{tenant,region}        gauge (nominal quota; -1 = not limited)
+//   greenshard_tenant_usage_nodes{tenant,region}       gauge (held or reserved by its jobs)
+//   greenshard_tenant_usage_gpus{tenant,region}        gauge
+//   greenshard_preemptions_total{tenant,region}        counter (jobs of the tenant stopped,
+//                                    checkpointed and requeued for a higher-priority job)
+//   greenshard_quota_waiting_jobs{tenant}              gauge (PENDING jobs held by the tenant's quota)
 #pragma once
 
 #include <functional>
@@ -78,6 +85,10 @@ class Metrics {
   void submitted();
   // A tokens file reload (AuthReloader): ok = put in force, else refused.
   void auth_reloaded(bool ok);
+  void set_tenant_quota(const std::string& tenant, const std::string& region, int quota_nodes, int quota_gpus,
+                        int used_nodes, int used_gpus);
+  void set_quota_waiting(const std::string& tenant, int jobs);
+  void preempted(const std::string& tenant, const std::string& region);
   std::string render() const;
 
  private:

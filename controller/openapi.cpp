@@ -220,6 +220,10 @@ json openapi_document() {
         {"energy", {{"type", "object"}}},
         {"recovery_count", integer},
         {"failure_reason", str},
+        {"waiting", {{"type", "object"}, {"nullable", true},
+                     {"description", "PENDING jobs: why the job waits (reason QuotaExceeded | "
+                                     "WaitingForCapacity | WaitingForIntensityData) and a sentence"},
+                     {"properties", {{"reason", str}, {"message", str}}}}},
         {"gang", {{"type", "object"}, {"nullable", true},
                   {"description", "where the current (or last) gang runs: region, nodes, placement window index"},
                   {"properties", {{"region", str}, {"nodes", integer}, {"window", integer}}}}},

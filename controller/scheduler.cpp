@@ -211,10 +211,13 @@ CycleReport Scheduler::cycle() {
   set_free_nodes(regions, used_nodes(jobs));
   phase("observe");
 
-  // order: Registry::live_jobs returns pending jobs by priority then age;
-  // keep that order stable for the jobs after it.
-  std::stable_partition(jobs.begin(), jobs.end(),
-                        [](const Job& j) { return j.state() != JobState::kPending; });
+  // order: pending jobs by priority, then age (Registry::live_jobs returns
+  // them so; a job observe() just requeued joins them in its place).
+  auto pending = std::stable_partition(jobs.begin(), jobs.end(),
+                                       [](const Job& j) { return j.state() != JobState::kPending; });
+  std::stable_sort(pending, jobs.end(), [](const Job& a, const Job& b) {
+    return a.spec().priority != b.spec().priority ? a.spec().priority > b.spec().priority : a.seq < b.seq;
+  });
   phase("order");
 
   place(jobs, regions, rep);
@@ -308,6 +311,20 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
         };
         break;
       case GangPhase::kPreempted:
+        if (suspending && j.runtime.contains("preempted_by")) {
+          // Stopped for a higher-priority job: back in line, to resume from
+          // the checkpoint it just wrote once placed again.
+          rep.requeued++;
+          changes[j.id()] = [now, st](Job& job) {
+            take_summary(job, st.summary);
+            const std::string msg = job.runtime.value("suspend_message", std::string("preempted"));
+            job.runtime.erase("suspending");
+            job.runtime.erase("suspend_message");
+            job.runtime.erase("preempted_by");
+            return job.transition(JobState::kPending, "Preempted", msg, now);
+          };
+          break;
+        }
         if (suspending) {
           rep.suspended++;
           changes[j.id()] = [now, st](Job& job) {
@@ -436,6 +453,19 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
     if (is_active(j.state()) && j.placement && snap.count(gang_region(j)) && !holding_now.count(j.id()))
       ledger.reserve(gang_region(j), to_time(hour), to_time(hour + kHourMs), gang_nodes(j));
 
+  // Quotas: what each tenant holds or has reserved before this pass. Jobs
+  // admitted to the pass below add theirs as they go (highest priority
+  // first), in every region they may be placed in: a pass never places a
+  // tenant past its quota.
+  QuotaLedger quota = quota_usage(jobs, released);
+  if (metrics_)
+    for (const auto& row : quota.rows())
+      metrics_->set_tenant_quota(row.tenant, row.region, row.quota_nodes, row.quota_gpus, row.used_nodes,
+                                 row.used_gpus);
+  std::vector<Waiting> waiting;
+  std::map<std::string, int> quota_waiting;
+  for (const auto& [t, _] : opt_.quotas.tenants) quota_waiting[t] = 0;
+
   if (!todo.empty()) {
     // 3. carbon/'s regions: those with an intensity now. A node is one
     //    resource; its power is each job's own estimate (as utilization of
@@ -519,6 +549,32 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         if (j.state() == JobState::kPending) defer(j, rec, "waiting for intensity data" + why_not);
         continue;
       }
+      // Quota: only the regions where the tenant has room for the job's
+      // narrowest width; an elastic job grows no wider than that room.
+      const int need = s.min_width();
+      std::vector<std::string> in_quota;
+      std::string over;
+      int widest = 0;
+      for (const auto& name : now_ok) {
+        const int room = quota.room(j.tenant(), name);
+        if (room >= need) {
+          in_quota.push_back(name);
+          widest = std::max(widest, std::min(room, s.max_width()));
+        } else {
+          over += "; " + quota.explain(j.tenant(), name, need);
+        }
+      }
+      if (in_quota.empty()) {
+        if (j.state() == JobState::kPending) {
+          rep.quota_waiting++;
+          quota_waiting[j.tenant()]++;
+          waiting.push_back({&j, now_ok, need, true});
+          defer(j, rec, "QuotaExceeded: " + over.substr(2));
+        }
+        continue;
+      }
+      for (const auto& name : in_quota) quota.add(j.tenant(), name, s.elastic() ? widest : s.nodes);
+      now_ok = in_quota;
       carbon::Job c;
       char id[32];
       std::snprintf(id, sizeof id, "%012lld", static_cast<long long>(j.seq));
@@ -532,7 +588,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       c.utilization = s.power_watts / p_ref;
       if (s.elastic()) {
         c.min_gpus = s.min_width();
-        c.max_gpus = s.max_width();
+        c.max_gpus = widest;
         c.migratable = s.migratable;
         c.checkpoint_gb = s.checkpoint_gb;
         c.scaling = scaling_curve(j, registry_.store());
@@ -617,6 +673,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
           };
         } else {
           defer(j, rec, why);
+          waiting.push_back({&j, cjobs[i].allowed_regions, j.spec().min_width(), false});
         }
         continue;
       }
@@ -660,12 +717,19 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       };
     }
   }
+  // 7. Preemption for the jobs that wait (before `jobs` is refreshed: the
+  //    waiting list points into it), against the capacity free this hour.
+  std::map<std::string, int> free_now;
+  for (const auto& r : regions) free_now[r.name] = r.capacity_nodes - ledger.used(r.name, to_time(hour));
+  preempt(jobs, waiting, quota, free_now, rep);
+  if (metrics_)
+    for (const auto& [t, n] : quota_waiting) metrics_->set_quota_waiting(t, n);
   const std::set<std::string> changed = apply(registry_, changes, decisions);
   for (Job& j : jobs)
     if (changed.count(j.id()))
       if (auto fresh = registry_.get(j.id())) j = *fresh;
 
-  // 7. This hour's realized load (what capacity pricing learns from).
+  // 8. This hour's realized load (what capacity pricing learns from).
   LoadSample x{hour, 0, 0};
   for (const auto& r : regions) {
     x.capacity_nodes += r.capacity_nodes;
@@ -676,6 +740,126 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
     load_hour_ms_ = hour;
     load_now_ = x;
   }
+}
+
+QuotaLedger Scheduler::quota_usage(const std::vector<Job>& jobs, const std::set<std::string>& released) const {
+  QuotaLedger q(opt_.quotas, regions_);
+  const int64_t now = clock_.now_ms();
+  for (const Job& j : jobs) {
+    std::map<std::string, int> held;  // region -> nodes
+    if (is_active(j.state()) && j.placement) held[gang_region(j)] = gang_nodes(j);
+    if (holds_reservation(j.state()) && j.placement && !released.count(j.id()))
+      for (size_t w = 0; w < j.placement->windows.size(); ++w) {
+        if (j.placement->windows[w].second <= now) continue;
+        const WindowPlace at = window_place(j, w);
+        held[at.region] = std::max(held[at.region], at.nodes);
+      }
+    for (const auto& [region, nodes] : held) q.add(j.tenant(), region, nodes);
+  }
+  return q;
+}
+
+namespace {
+
+// When the job's gang last started (its newest STARTING condition).
+int64_t started_ms(const Job& j) {
+  const auto& cs = j.conditions();
+  for (auto it = cs.rbegin(); it != cs.rend(); ++it)
+    if (it->state == JobState::kStarting) return it->time_ms;
+  return j.created_ms();
+}
+
+}  // namespace
+
+void Scheduler::preempt(std::vector<Job>& jobs, const std::vector<Waiting>& waiting, const QuotaLedger& quota,
+                        const std::map<std::string, int>& free_now, CycleReport& rep) {
+  if (waiting.empty()) return;
+  const int64_t now = clock_.now_ms();
+  const int64_t cyc = cycle_no_.load();
+  std::unordered_map<std::string, Fn> changes;
+  std::vector<DecisionRecord> decisions;
+  // Gangs already stopping for a waiting job: their nodes are on the way,
+  // and nobody else takes them as victims.
+  std::set<std::string> taken;
+  std::set<std::string> served;
+  for (const Job& v : jobs) {
+    if (!is_active(v.state())) continue;
+    const std::string by = v.runtime.value("preempted_by", "");
+    if (by.empty()) continue;
+    taken.insert(v.id());
+    served.insert(by);
+  }
+  std::vector<const Waiting*> order;
+  for (const Waiting& w : waiting) order.push_back(&w);
+  std::stable_sort(order.begin(), order.end(), [](const Waiting* a, const Waiting* b) {
+    return a->job->spec().priority > b->job->spec().priority;
+  });
+  for (const Waiting* w : order) {
+    const Job& p = *w->job;
+    if (served.count(p.id())) {
+      rep.preempting++;  // waits for the gangs it preempted to stop
+      continue;
+    }
+    for (const std::string& region : w->regions) {
+      auto f = free_now.find(region);
+      const int free = f == free_now.end() ? 0 : std::max(0, f->second);
+      int need = std::max(0, w->nodes - free);
+      if (w->quota) need = std::max(need, w->nodes - quota.room(p.tenant(), region));
+      if (need <= 0) continue;
+      std::vector<const Job*> candidates;
+      for (const Job& v : jobs) {
+        if (v.state() != JobState::kRunning || taken.count(v.id()) || !v.placement) continue;
+        if (!v.spec().interruptible || v.spec().priority >= p.spec().priority) continue;
+        if (gang_region(v) != region || v.runtime.value("suspending", false)) continue;
+        if (w->quota && v.tenant() != p.tenant()) continue;  // a quota wait preempts only its own tenant
+        candidates.push_back(&v);
+      }
+      // Kueue's order: lowest priority first, then the most recently started.
+      std::stable_sort(candidates.begin(), candidates.end(), [](const Job* a, const Job* b) {
+        if (a->spec().priority != b->spec().priority) return a->spec().priority < b->spec().priority;
+        return started_ms(*a) > started_ms(*b);
+      });
+      std::vector<const Job*> victims;
+      int freed = 0;
+      for (const Job* v : candidates) {
+        if (freed >= need) break;
+        victims.push_back(v);
+        freed += gang_nodes(*v);
+      }
+      if (freed < need) continue;  // preempting would not make it fit here
+      Executor* ex = executor_for(region);
+      if (!ex) continue;
+      std::string names;
+      for (const Job* v : victims) {
+        names += (names.empty() ? "" : ", ") + v->id() + " (priority " + std::to_string(v->spec().priority) + ")";
+        const std::string msg = "preempted by " + p.id() + " (priority " + std::to_string(p.spec().priority) +
+                                ") in " + region + (w->quota ? " within " + p.tenant() + "'s quota" : "") +
+                                "; it checkpointed and waits in line to resume from that checkpoint";
+        ex->stop(v->id(), opt_.stop_grace);
+        taken.insert(v->id());
+        rep.preempted++;
+        if (metrics_) metrics_->preempted(v->tenant(), region);
+        changes[v->id()] = [msg, by = p.id()](Job& job) {
+          if (job.state() != JobState::kRunning) return false;
+          job.runtime["suspending"] = true;
+          job.runtime["suspend_message"] = msg;
+          job.runtime["preempted_by"] = by;
+          return true;
+        };
+      }
+      rep.preempting++;
+      DecisionRecord rec{cyc, p.id(), now, "preempting", region, carbon::policy_name(opt_.placement.policy),
+                         "preempting " + names + " to free " + nodes_str(need) + " in " + region +
+                             (w->quota ? " within " + p.tenant() + "'s quota" : "")};
+      decisions.push_back(rec);
+      if (metrics_) metrics_->decision(rec.policy, "preempting");
+      break;
+    }
+  }
+  const std::set<std::string> changed = apply(registry_, changes, decisions);
+  for (Job& j : jobs)
+    if (changed.count(j.id()))
+      if (auto fresh = registry_.get(j.id())) j = *fresh;
 }
 
 bool Scheduler::start_gang(const Job& job, size_t window, RegionSnapshot* region, CycleReport& rep) {

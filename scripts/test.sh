@@ -7,6 +7,5 @@ bash scripts/build.sh
 cd "${GREENSHARD_BUILD_DIR:-build}"
 # Rank processes use one thread each; the tests start their own ranks.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-# --repeat until-pass:2: a multi-process failure test flaked once (see the
-# closing note of issue 2); a real failure fails twice.
-ctest --output-on-failure --timeout 900 --repeat until-pass:2 "$@"
+# No retry: a test that fails once is a failure (a flake is a bug to find).
+ctest --output-on-failure --timeout 900 "$@"

@@ -12,6 +12,7 @@
 #include "worker/config.h"
 #include "worker/prepare.h"
 #include "worker/sample.h"
+#include "worker/status.h"
 #include "worker/trainer.h"
 
 #include <CLI/CLI.hpp>
@@ -101,6 +102,8 @@ int main(int argc, char** argv) {
     for (const auto& f : greenshard::config_fields())
       if (app.count("--" + f.path)) greenshard::apply_field(cfg, f.path, flag_values[f.path], "--" + f.path);
     greenshard::validate(cfg);
+    // The CA bundle an https:// status.url / carbon.intensity_url is verified with.
+    greenshard::ca_bundle_from_env(env);
     if (print_config) {
       std::cout << greenshard::to_json(cfg) << std::endl;
       return 0;

@@ -2,12 +2,86 @@
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <sys/stat.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <stdexcept>
 
+#include "worker/config.h"
+
 namespace greenshard {
+
+namespace {
+
+// Number of X.509 certificates in PEM text.
+int pem_certificates(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), int(pem.size()));
+  if (!bio) return 0;
+  int n = 0;
+  while (X509* x = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    X509_free(x);
+    ++n;
+  }
+  BIO_free(bio);
+  return n;
+}
+
+std::string resolve_ca_bundle(const std::optional<std::string>& given) {
+  if (given) return *given;
+  const char* v = std::getenv(kCaBundleVar);
+  return v ? v : "";
+}
+
+bool is_https(const std::string& base) { return base.rfind("https://", 0) == 0; }
+
+// An https:// client verifies the controller: chain (the bundle, else the
+// system's CAs) and host name.
+void configure_tls(httplib::Client& client, const std::string& base, const std::string& ca_bundle) {
+  if (!is_https(base)) return;
+  client.enable_server_certificate_verification(true);
+  if (!ca_bundle.empty()) client.set_ca_cert_path(ca_bundle.c_str());
+}
+
+std::string describe_failure(const httplib::Result& res, const std::string& ca_bundle) {
+  if (res) return "HTTP " + std::to_string(res->status);
+  const std::string against = ca_bundle.empty() ? std::string("the system's CAs (") + kCaBundleVar + " unset)"
+                                                : std::string(kCaBundleVar) + "=" + ca_bundle;
+  switch (res.error()) {
+    case httplib::Error::SSLServerVerification:
+      return "TLS: certificate verify failed, checked against " + against;
+    case httplib::Error::SSLLoadingCerts:
+      return "TLS: cannot load " + against;
+    case httplib::Error::SSLConnection:
+      return "TLS: handshake failed";
+    default:
+      return httplib::to_string(res.error());
+  }
+}
+
+}  // namespace
+
+std::string ca_bundle_from_env(const std::map<std::string, std::string>& env) {
+  auto it = env.find(kCaBundleVar);
+  if (it == env.end() || it->second.empty()) return "";
+  const std::string& path = it->second;
+  const std::string field = std::string("environment ") + kCaBundleVar;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw ConfigError(field + ": cannot read '" + path + "' (not a file)", kCaBundleVar);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(field + ": cannot read '" + path + "'", kCaBundleVar);
+  const std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw ConfigError(field + ": cannot read '" + path + "'", kCaBundleVar);
+  if (pem_certificates(pem) == 0)
+    throw ConfigError(field + ": '" + path + "' holds no PEM certificate", kCaBundleVar);
+  return path;
+}
 
 std::pair<std::string, std::string> split_url(const std::string& url) {
   const auto scheme = url.find("://");
@@ -18,7 +92,8 @@ std::pair<std::string, std::string> split_url(const std::string& url) {
   return {url.substr(0, slash), url.substr(slash)};
 }
 
-StatusPusher::StatusPusher(std::string url, std::string token) : token_(std::move(token)) {
+StatusPusher::StatusPusher(std::string url, std::string token, std::optional<std::string> ca_bundle)
+    : token_(std::move(token)), ca_bundle_(resolve_ca_bundle(ca_bundle)) {
   std::tie(base_, path_) = split_url(url);
   thread_ = std::thread([this] { loop(); });
 }
@@ -47,6 +122,7 @@ void StatusPusher::flush(std::chrono::milliseconds limit) {
 
 void StatusPusher::loop() {
   httplib::Client client(base_);
+  configure_tls(client, base_, ca_bundle_);
   client.set_connection_timeout(2);
   client.set_read_timeout(5);
   client.set_write_timeout(5);
@@ -67,17 +143,19 @@ void StatusPusher::loop() {
     if (!ok) {
       ++failures_;
       std::cerr << "warning: status push to " << base_ << path_ << " failed ("
-                << (res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error())) << ")" << std::endl;
+                << describe_failure(res, ca_bundle_) << ")" << std::endl;
     }
     cv_.notify_all();
     if (stop_ && !pending_) return;
   }
 }
 
-std::optional<double> fetch_intensity(const std::string& url, const std::string& token) {
+std::optional<double> fetch_intensity(const std::string& url, const std::string& token,
+                                      const std::optional<std::string>& ca_bundle) {
   try {
     auto [base, path] = split_url(url);
     httplib::Client client(base);
+    configure_tls(client, base, resolve_ca_bundle(ca_bundle));
     client.set_connection_timeout(2);
     client.set_read_timeout(5);
     httplib::Headers headers;

@@ -1,10 +1,15 @@
 // HTTP to the controller (docs/worker-controller.md): the status push of
 // rank 0 and the grid-intensity poll. Neither ever stops training: failures
 // are logged and retried. No LibTorch here.
+//
+// https:// URLs: the controller's certificate is verified (chain and host
+// name) against the PEM bundle named by GREENSHARD_CA_BUNDLE, or the
+// system's CAs when it is unset or empty.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -16,11 +21,20 @@ namespace greenshard {
 // Throws std::invalid_argument naming the URL otherwise.
 std::pair<std::string, std::string> split_url(const std::string& url);
 
+// The environment variable naming the CA bundle.
+inline constexpr const char* kCaBundleVar = "GREENSHARD_CA_BUNDLE";
+
+// GREENSHARD_CA_BUNDLE from `env` ("" when unset or empty). Throws
+// ConfigError (worker/config.h; exit 2) naming GREENSHARD_CA_BUNDLE when it is
+// set but not a readable file holding a PEM certificate.
+std::string ca_bundle_from_env(const std::map<std::string, std::string>& env);
+
 // POSTs the newest payload (older unsent ones are dropped) from a
-// background thread.
+// background thread. `ca_bundle`: verifies an https:// url (nullopt: from
+// the process environment, GREENSHARD_CA_BUNDLE; "": the system's CAs).
 class StatusPusher {
  public:
-  StatusPusher(std::string url, std::string token);
+  StatusPusher(std::string url, std::string token, std::optional<std::string> ca_bundle = std::nullopt);
   ~StatusPusher();
   void push(std::string json_body);
   // Waits until the newest payload was sent (or failed), at most `limit`.
@@ -29,7 +43,7 @@ class StatusPusher {
 
  private:
   void loop();
-  std::string base_, path_, token_;
+  std::string base_, path_, token_, ca_bundle_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<std::string> pending_;
@@ -41,7 +55,8 @@ class StatusPusher {
 // GET url -> {"gco2_per_kwh": x}, with "Authorization: Bearer <token>" when
 // token is not empty (the controller's GET /v1/regions/{name}/intensity takes
 // the job's status token); nullopt on any failure (the caller keeps its last
-// value and marks it stale).
-std::optional<double> fetch_intensity(const std::string& url, const std::string& token = "");
+// value and marks it stale). `ca_bundle` as for StatusPusher.
+std::optional<double> fetch_intensity(const std::string& url, const std::string& token = "",
+                                      const std::optional<std::string>& ca_bundle = std::nullopt);
 
 }  // namespace greenshard

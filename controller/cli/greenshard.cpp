@@ -1,25 +1,33 @@
 // greenshard: the command-line client of greenshard-controller.
 //
-//   greenshard [--server URL] [--token T] [--config FILE] [--output table|json] COMMAND
+//   greenshard [--server URL] [--token T] [--ca-bundle FILE] [--config FILE] [--output table|json] COMMAND
 //   submit FILE|- [--dry-run]  list  get ID  cancel ID  delete ID  logs ID [-f] [--rank R]  watch ID  regions
 //
-// Server and token: flags, else $GREENSHARD_SERVER / $GREENSHARD_TOKEN, else
-// the config file (--config, $GREENSHARD_CONFIG, ~/.config/greenshard/config.yaml:
-// "server: URL", "token: T", "ca_file: PATH").
+// Server, token and CA bundle: flags, else $GREENSHARD_SERVER /
+// $GREENSHARD_TOKEN / $GREENSHARD_CA_BUNDLE, else the config file (--config,
+// $GREENSHARD_CONFIG, ~/.config/greenshard/config.yaml: "server: URL",
+// "token: T", "ca_bundle: PATH" (or its old name "ca_file")).
+//
+// https:// servers: the server's certificate is always verified (chain and
+// host name), against the PEM bundle --ca-bundle names or, without one, the
+// system's CAs. --ca-file is the old name of --ca-bundle.
 //
 // Exit codes (scripts rely on them):
-//   0 ok · 1 other error · 2 usage (flag, file, spec syntax) · 3 cannot reach
-//   the server · 4 unauthenticated/forbidden (401/403) · 5 not found (404) ·
+//   0 ok · 1 other error · 2 usage (flag, file, spec syntax, an unreadable CA
+//   bundle) · 3 cannot reach the server (also: its TLS certificate did not
+//   verify) · 4 unauthenticated/forbidden (401/403) · 5 not found (404) ·
 //   6 conflict (409) · 7 rejected request (400/413/422) · 8 quota (429) ·
 //   9 server error (5xx) · 10 the watched job ended FAILED or CANCELLED.
 // Errors go to stderr as "greenshard: <message> [field: <field>]".
 #include <httplib.h>
+#include <openssl/x509.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "controller/ca_bundle.h"
 #include "controller/yaml_json.h"
 
 #include <cmath>
@@ -77,23 +85,54 @@ json parse_spec_file(const std::string& path) {
   }
 }
 
+bool is_https(const std::string& url) { return url.rfind("https://", 0) == 0; }
+
 struct Conn {
-  std::string server, token, ca_file;
+  std::string server, token, ca_bundle;
   std::string output = "table";
 
   httplib::Client client() const {
     httplib::Client c(server);
     if (!c.is_valid()) fail(2, "--server: not a URL: '" + server + "'");
     if (!token.empty()) c.set_bearer_token_auth(token);
-    if (!ca_file.empty()) c.set_ca_cert_path(ca_file.c_str());
+    if (is_https(server)) {
+      // Chain and host name; the system's CAs unless a bundle is named.
+      c.enable_server_certificate_verification(true);
+      if (!ca_bundle.empty()) c.set_ca_cert_path(ca_bundle.c_str());
+    }
     c.set_connection_timeout(std::chrono::seconds(5));
     c.set_read_timeout(std::chrono::seconds(60));
     return c;
   }
 
+  // A failed request: exit 3, saying why (a TLS certificate that did not
+  // verify, and what to do about it, in so many words).
+  [[noreturn]] void unreachable(const httplib::Result& r, const httplib::Client& cl) const {
+    const std::string against =
+        ca_bundle.empty() ? "the system's CAs" : "the CA bundle '" + ca_bundle + "'";
+    switch (r.error()) {
+      case httplib::Error::SSLServerVerification: {
+        const long v = cl.get_openssl_verify_result();
+        // X509_V_OK with a verification error: the chain is trusted but the
+        // certificate does not name the host of the URL.
+        const std::string why =
+            v == X509_V_OK ? "the certificate does not name the host of " + server
+                           : std::string(X509_verify_cert_error_string(v)) + ", checked against " + against;
+        fail(3, "TLS: certificate verify failed for " + server + ": " + why +
+                    " (use --ca-bundle FILE with the CA that signed the server's certificate)");
+      }
+      case httplib::Error::SSLLoadingCerts:
+        fail(3, "TLS: cannot load " + against + " to verify " + server + " (use --ca-bundle FILE)");
+      case httplib::Error::SSLConnection:
+        fail(3, "TLS: handshake with " + server + " failed (is it an https:// server?)");
+      default:
+        fail(3, "cannot reach " + server + ": " + httplib::to_string(r.error()));
+    }
+  }
+
   // Checks a response; returns its JSON body.
-  json check(const httplib::Result& r) const {
-    if (!r) fail(3, "cannot reach " + server + ": " + httplib::to_string(r.error()));
+  json check(const httplib::Result& r, const httplib::Client& cl) const {
+    if (!r) unreachable(r, cl);
     json body = json::parse(r->body, nullptr, false);
     if (r->status >= 400) {
       std::string msg = "HTTP " + std::to_string(r->status);
@@ -109,11 +148,11 @@ struct Conn {
 
   json get(const std::string& path) const {
     auto c = client();
-    return check(c.Get(path));
+    return check(c.Get(path), c);
   }
   json post(const std::string& path, const json& body, const httplib::Headers& h = {}) const {
     auto c = client();
-    return check(c.Post(path, h, body.dump(), "application/json"));
+    return check(c.Post(path, h, body.dump(), "application/json"), c);
   }
 };
 
@@ -171,7 +210,8 @@ int run(int argc, char** argv) {
   std::string config_file;
   app.add_option("--server,-s", c.server, "controller URL (env GREENSHARD_SERVER)");
   app.add_option("--token,-t", c.token, "bearer token (env GREENSHARD_TOKEN)");
-  app.add_option("--ca-file", c.ca_file, "CA certificate for https");
+  app.add_option("--ca-bundle,--ca-file", c.ca_bundle,
+                 "PEM CA bundle that verifies an https:// server (env GREENSHARD_CA_BUNDLE; default: the system's CAs)");
   app.add_option("--config", config_file, "config file (env GREENSHARD_CONFIG)");
   app.add_option("--output,-o", c.output, "table | json")->check(CLI::IsMember({"table", "json"}));
 
@@ -217,7 +257,15 @@ int run(int argc, char** argv) {
     config_file = std::string(std::getenv("HOME")) + "/.config/greenshard/config.yaml";
   if (c.server.empty() && std::getenv("GREENSHARD_SERVER")) c.server = std::getenv("GREENSHARD_SERVER");
   if (c.token.empty() && std::getenv("GREENSHARD_TOKEN")) c.token = std::getenv("GREENSHARD_TOKEN");
-  if (c.server.empty() || c.token.empty()) {
+  // Where the CA bundle came from, for its error message.
+  std::string ca_origin = "--ca-bundle";
+  if (c.ca_bundle.empty() && std::getenv("GREENSHARD_CA_BUNDLE")) {
+    c.ca_bundle = std::getenv("GREENSHARD_CA_BUNDLE");
+    ca_origin = "--ca-bundle (from GREENSHARD_CA_BUNDLE)";
+  }
+  // The config file fills in what flags and environment left open (the CA
+  // bundle only matters for an https:// server).
+  if (c.server.empty() || c.token.empty() || (c.ca_bundle.empty() && is_https(c.server))) {
     std::ifstream in(config_file);
     if (!in && explicit_config) fail(2, "--config: cannot read '" + config_file + "'");
     if (in) {
@@ -225,12 +273,18 @@ int run(int argc, char** argv) {
         YAML::Node cfg = YAML::LoadFile(config_file);
         for (const auto& kv : cfg) {
           auto k = kv.first.as<std::string>();
-          if (k != "server" && k != "token" && k != "ca_file")
+          if (k != "server" && k != "token" && k != "ca_bundle" && k != "ca_file")
             fail(2, "--config: " + config_file + ": unknown key '" + k + "'");
         }
+        if (cfg["ca_bundle"] && cfg["ca_file"])
+          fail(2, "--config: " + config_file + ": ca_bundle and ca_file (its old name) are both set");
         if (c.server.empty() && cfg["server"]) c.server = cfg["server"].as<std::string>();
         if (c.token.empty() && cfg["token"]) c.token = cfg["token"].as<std::string>();
-        if (c.ca_file.empty() && cfg["ca_file"]) c.ca_file = cfg["ca_file"].as<std::string>();
+        for (const char* k : {"ca_bundle", "ca_file"})
+          if (c.ca_bundle.empty() && cfg[k]) {
+            c.ca_bundle = cfg[k].as<std::string>();
+            ca_origin = "--ca-bundle (from " + config_file + ": " + k + ")";
+          }
       } catch (const YAML::Exception& e) {
         fail(2, "--config: " + config_file + ": " + e.what());
       }
@@ -238,6 +292,13 @@ int run(int argc, char** argv) {
   }
   if (c.server.empty()) fail(2, "--server: required (or GREENSHARD_SERVER, or server: in the config file)");
   while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
+  if (!c.ca_bundle.empty()) {
+    try {
+      controller::check_ca_bundle(c.ca_bundle, ca_origin);
+    } catch (const std::runtime_error& e) {
+      fail(2, e.what());
+    }
+  }
 
   if (*submit) {
     json spec = parse_spec_file(file);
@@ -289,7 +350,7 @@ int run(int argc, char** argv) {
   if (*del) {
     check_id(id);
     auto cl = c.client();
-    json j = c.check(cl.Delete("/v1/jobs/" + id));
+    json j = c.check(cl.Delete("/v1/jobs/" + id), cl);
     if (c.output == "json") std::cout << j.dump(2) << "\n";
     else std::printf("%s deleted\n", id.c_str());
     return 0;
@@ -315,10 +376,10 @@ int run(int argc, char** argv) {
           }
           return true;
         });
-    if (!r) fail(3, "cannot reach " + c.server + ": " + httplib::to_string(r.error()));
+    if (!r) c.unreachable(r, cl);
     if (status >= 400) {
       r->body = err_body;
-      c.check(r);
+      c.check(r, cl);
     }
     return 0;
   }

@@ -4,18 +4,21 @@
 #
 #   helm_chart.sh lint VALUES
 #       helm lint --strict (VALUES = "default" or a values file)
-#   helm_chart.sh render NAME VALUES OUTDIR [--set KEY=VALUE]... [--contains REGEX]...
+#   helm_chart.sh render NAME VALUES OUTDIR [--set KEY=VALUE]... [--contains REGEX]... [--lacks REGEX]...
 #                        [--notes-contains REGEX]... [--notes-lacks REGEX]... [VALIDATOR ARGS]...
 #       helm template into OUTDIR/NAME.yaml (VALUES plus each --set), then
 #       every object validated offline (validate_manifests.mjs; VALIDATOR ARGS
 #       such as --expect-kind PodMonitor=1 go to it); each --contains REGEX
-#       must match the rendered manifests (grep -E); NOTES.txt must render too
+#       must match the rendered manifests (grep -E), no --lacks REGEX may;
+#       NOTES.txt must render too
 #       (OUTDIR/NAME.notes.txt, from helm install --dry-run=client), matching
 #       each --notes-contains REGEX and no --notes-lacks REGEX.
-#   helm_chart.sh reject VALUES [--template-only] [--set KEY=VALUE]... REGEX...
+#   helm_chart.sh reject VALUES [--template-only|--skip-schema] [--set KEY=VALUE]... REGEX...
 #       helm lint and helm template must both refuse VALUES, and the error
 #       output must match every REGEX (grep -E). --template-only: helm
 #       template alone (a template's `fail` is only logged by helm lint).
+#       --skip-schema: helm template --skip-schema-validation alone (the
+#       templates' own checks of what values.schema.json also refuses).
 #
 # Environment: GREENSHARD_HELM (default <repo>/.tools/bin/helm), NODE (node).
 set -euo pipefail
@@ -53,10 +56,11 @@ case "$cmd" in
     name=$1 values=$2 out=$3
     shift 3
     mapfile -t va < <(values_args "$values")
-    contains=() vargs=() notes_in=() notes_out=()
+    contains=() lacks=() vargs=() notes_in=() notes_out=()
     while [ $# -gt 0 ]; do
       case "$1" in
         --contains) contains+=("$2"); shift 2 ;;
+        --lacks) lacks+=("$2"); shift 2 ;;
         --set) va+=(--set "$2"); shift 2 ;;
         --notes-contains) notes_in+=("$2"); shift 2 ;;
         --notes-lacks) notes_out+=("$2"); shift 2 ;;
@@ -72,6 +76,13 @@ case "$cmd" in
     for re in "${contains[@]}"; do
       if ! grep -Eq -- "$re" "$manifest"; then
         echo "helm_chart: $manifest: nothing matches /$re/" >&2
+        fail=1
+      fi
+    done
+    for re in "${lacks[@]}"; do
+      if grep -Eq -- "$re" "$manifest"; then
+        echo "helm_chart: $manifest: /$re/ matches, expected it absent:" >&2
+        grep -En -- "$re" "$manifest" >&2
         fail=1
       fi
     done
@@ -104,10 +115,12 @@ case "$cmd" in
     shift
     mapfile -t va < <(values_args "$values")
     subs=(lint template)
+    template_flags=()
     while :; do
       case "${1:-}" in
         --set) va+=(--set "$2"); shift 2 ;;
         --template-only) subs=(template); shift ;;
+        --skip-schema) subs=(template); template_flags=(--skip-schema-validation); shift ;;
         *) break ;;
       esac
     done
@@ -116,7 +129,7 @@ case "$cmd" in
       if [ "$sub" = lint ]; then
         set +e; output=$("$helm" lint --strict "$chart" "${va[@]}" 2>&1); rc=$?; set -e
       else
-        set +e; output=$("$helm" template "$release" "$chart" "${va[@]}" 2>&1); rc=$?; set -e
+        set +e; output=$("$helm" template "$release" "$chart" "${va[@]}" "${template_flags[@]}" 2>&1); rc=$?; set -e
       fi
       if [ $rc -eq 0 ]; then
         echo "helm_chart: helm $sub accepted $values, expected a schema error" >&2

@@ -4,7 +4,8 @@
 //
 //  1. Schema: every object is checked against the Kubernetes OpenAPI schema
 //     of its apiVersion/kind (npm package kubernetes-models; ServiceMonitor
-//     and PodMonitor against @kubernetes-models/prometheus-operator): types,
+//     and PodMonitor against @kubernetes-models/prometheus-operator, the
+//     cert-manager Certificate against @kubernetes-models/cert-manager): types,
 //     required fields, enums, formats such as resource quantities. An
 //     apiVersion/kind with no schema is an error.
 //  2. Chart rules the schemas cannot express: recommended labels on every
@@ -12,7 +13,8 @@
 //     containers, pod specs and security contexts (the OpenAPI schemas allow
 //     extra keys, which the API server would drop silently), the restricted
 //     security context, pinned images, selectors that match, RBAC references
-//     that resolve, Grafana dashboard ConfigMaps that hold valid JSON.
+//     that resolve, Grafana dashboard ConfigMaps that hold valid JSON, probes
+//     and Secret volumes that agree with the TLS a Certificate renders.
 //
 // Usage:
 //   validate_manifests.mjs [--npm DIR] [--expect-kind Kind=N]... [--expect-reject REGEX]... FILE
@@ -62,6 +64,8 @@ const YAML = require("yaml");
 function modelPath(apiVersion, kind) {
   if (apiVersion.startsWith("monitoring.coreos.com/"))
     return join(modules, "@kubernetes-models/prometheus-operator", apiVersion, `${kind}.js`);
+  if (apiVersion.startsWith("cert-manager.io/"))
+    return join(modules, "@kubernetes-models/cert-manager", apiVersion, `${kind}.js`);
   const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : [null, apiVersion];
   return group ? join(modules, "kubernetes-models", group, version, `${kind}.js`)
                : join(modules, "kubernetes-models", version, `${kind}.js`);
@@ -290,7 +294,18 @@ for (const o of docs) {
     case "ServiceMonitor":
     case "PodMonitor":
       if (!("release" in (md.labels || {}))) err(where, "no release label (kube-prometheus-stack selects on it)");
+      for (const ep of (o.spec && (o.spec.endpoints || o.spec.podMetricsEndpoints)) || [])
+        if (ep.scheme === "https" && !ep.tlsConfig) err(where, "an https endpoint without tlsConfig");
       break;
+    case "Certificate": {
+      // The Secret it fills must be what a rendered Deployment mounts.
+      const secret = o.spec && o.spec.secretName;
+      const mounted = (byKind.get("Deployment") || []).some((d) =>
+        (d.spec.template.spec.volumes || []).some((v) => v.secret && v.secret.secretName === secret));
+      if (!mounted) err(where, `secretName '${secret}' is mounted by no rendered Deployment`);
+      if (!(o.spec && o.spec.issuerRef && o.spec.issuerRef.name)) err(where, "spec.issuerRef.name is empty");
+      break;
+    }
   }
 }
 

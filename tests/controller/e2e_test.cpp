@@ -395,3 +395,125 @@ TEST(E2EElastic, AJobShrinksMovesAndGrowsAcrossItsWindowsWithoutLosingAStep) {
   EXPECT_EQ(s.value("region", ""), "B");
   EXPECT_TRUE(worker_pids(id).empty());
 }
+
+// Preemption with the real worker: a low-priority interruptible job holds
+// the only node; a higher-priority job arrives, the scheduler tells the low
+// one to checkpoint and stop (SIGTERM), runs the high one, and places the
+// low one again. It resumes from the checkpoint it wrote on SIGTERM: its
+// second launch starts at the step after its last one, and no step is lost
+// or run twice.
+TEST(E2EPreemption, APreemptedJobResumesFromItsCheckpointWithoutLosingAStep) {
+  gstest::TempDir data;
+  {
+    std::ofstream text(data.file("corpus.txt"));
+    for (int i = 0; i < 400; ++i)
+      text << "the quick brown fox " << i << " jumps over the lazy dog while green shards train quietly.\n";
+  }
+  auto prep = gstest::run_process({WORKER_BIN, "prepare", "--input", data.file("corpus.txt"), "--out", data.file("tok")},
+                                  {}, std::chrono::seconds(120));
+  ASSERT_EQ(prep.exit_code, 0) << prep.output;
+
+  ctltest::Options o;
+  o.worker_script = std::string("#!/bin/sh\nexec '") + WORKER_BIN + "' \"$@\"\n";
+  o.regions_yaml = "regions:\n  - {name: DE, nodes: 1, intensity: 300}\n";
+  o.grace_ms = 60000;
+  ctltest::Controller c(o);
+  constexpr int kLowSteps = 1500;  // the test preempts it long before it ends
+  auto spec = [&](const std::string& name, int steps, int priority, bool interruptible) {
+    return json{{"name", name},
+                {"worker",
+                 {{"model", {{"layers", 2}, {"heads", 2}, {"embd", 32}, {"context", 32}, {"vocab", 256}}},
+                  {"data", {{"train", data.file("tok/train.bin")}, {"val", data.file("tok/val.bin")}}},
+                  {"schedule", {{"steps", steps}, {"batch_size", 4}, {"eval_interval", 0}}},
+                  {"checkpoint", {{"interval", 25}, {"keep_last", 2}}},
+                  {"log", {{"format", "json"}, {"every", 1}}},
+                  {"status", {{"interval_s", 0.2}}}}},
+                {"regions", {"DE"}},
+                {"nodes", 1},
+                {"procs_per_node", 1},
+                {"max_restarts", 0},
+                {"priority", priority},
+                {"interruptible", interruptible}};
+  };
+  auto post = [&](const char* token, const json& s) {
+    auto r = c.client(token).Post("/v1/jobs", s.dump(), "application/json");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no reply");
+    return r && r->status == 201 ? json::parse(r->body).at("id").get<std::string>() : std::string();
+  };
+  const std::string low = post(ctltest::kUserA, spec("low", kLowSteps, 0, true));
+  ASSERT_FALSE(low.empty());
+  auto job = [&](const std::string& id) { return *c.registry->get(id); };
+  ASSERT_TRUE(c.cycle_until(
+      [&] {
+        const auto j = job(low);
+        return controller::is_terminal(j.state()) ||
+               (j.state() == controller::JobState::kRunning && j.progress.state == "running" && j.progress.step >= 40);
+      },
+      30000))
+      << job(low).to_document().dump(1);
+  ASSERT_EQ(job(low).state(), controller::JobState::kRunning) << "finished too early";
+
+  const std::string high = post(ctltest::kUserB, spec("high", 30, 5, false));
+  ASSERT_FALSE(high.empty());
+  ASSERT_TRUE(c.cycle_until([&] { return controller::is_terminal(job(high).state()); }, 30000))
+      << job(high).to_document().dump(1) << job(low).to_document().dump(1);
+  EXPECT_EQ(job(high).state(), controller::JobState::kSucceeded) << job(high).to_document().dump(1);
+  ASSERT_TRUE(c.cycle_until([&] { return controller::is_terminal(job(low).state()); }, 60000))
+      << job(low).to_document().dump(1);
+  const controller::Job done = job(low);
+  std::string rank0;
+  {
+    std::ifstream in(c.dir.file("jobs/" + low + "/logs/rank-0.log"));
+    rank0.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_EQ(done.state(), controller::JobState::kSucceeded) << done.to_document().dump(1) << rank0;
+  EXPECT_EQ(done.recovery_count, 0) << "a preemption is no failure";
+
+  // The history: preempted for `high`, back in line, placed and started again.
+  std::vector<std::string> reasons;
+  for (const auto& cond : done.conditions()) reasons.push_back(cond.reason);
+  auto pre = std::find(reasons.begin(), reasons.end(), "Preempted");
+  ASSERT_NE(pre, reasons.end()) << done.to_document().dump(1);
+  for (const auto& cond : done.conditions())
+    if (cond.reason == "Preempted") {
+      EXPECT_EQ(cond.state, controller::JobState::kPending);
+      EXPECT_NE(cond.message.find("preempted by " + high + " (priority 5)"), std::string::npos) << cond.message;
+    }
+  // The high job started while the low one was down: it started after the
+  // preemption and ended before the low one started again.
+  int64_t preempted_ms = 0, restarted_ms = 0;
+  for (const auto& cond : done.conditions()) {
+    if (cond.reason == "Preempted") preempted_ms = cond.time_ms;
+    if (preempted_ms && !restarted_ms && cond.state == controller::JobState::kStarting) restarted_ms = cond.time_ms;
+  }
+  int64_t high_started_ms = 0;
+  for (const auto& cond : job(high).conditions())
+    if (cond.state == controller::JobState::kStarting) high_started_ms = cond.time_ms;
+  EXPECT_GE(high_started_ms, preempted_ms);
+  EXPECT_GE(restarted_ms, high_started_ms);
+
+  // Two launches; every step once, in order; the second resumed at the step
+  // after the last of the first (its SIGTERM checkpoint), and the loss
+  // carries on.
+  const auto segs = segments_of(rank0);
+  ASSERT_EQ(segs.size(), 2u) << rank0;
+  for (const auto& s : segs) ASSERT_FALSE(s.steps.empty()) << rank0;
+  EXPECT_EQ(segs[0].steps.front().first, 1);
+  for (const auto& s : segs)
+    for (size_t i = 1; i < s.steps.size(); ++i) EXPECT_EQ(s.steps[i].first, s.steps[i - 1].first + 1);
+  const auto [last_step, last_loss] = segs[0].steps.back();
+  const auto [first_step, first_loss] = segs[1].steps.front();
+  EXPECT_EQ(first_step, last_step + 1) << "resumed elsewhere than its preemption checkpoint";
+  const double initial = segs[0].steps.front().second;
+  EXPECT_LT(std::abs(first_loss - last_loss), 0.5 * std::abs(initial - last_loss) + 0.5)
+      << "loss " << first_loss << " after " << last_loss << " (initial " << initial << ")";
+  EXPECT_EQ(segs[1].steps.back().first, kLowSteps);
+  std::ifstream sum(c.dir.file("jobs/" + low + "/summary.json"));
+  json s = json::parse(sum, nullptr, false);
+  ASSERT_FALSE(s.is_discarded());
+  EXPECT_EQ(s.value("resumed_from_step", int64_t{-1}), last_step) << s.dump();
+  EXPECT_TRUE(worker_pids(low).empty());
+  EXPECT_TRUE(worker_pids(high).empty());
+  const std::string m = c.metrics.render();
+  EXPECT_NE(m.find("greenshard_preemptions_total{region=\"DE\",tenant=\"team-a\"} 1"), std::string::npos) << m;
+}

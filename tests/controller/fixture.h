@@ -13,6 +13,7 @@
 
 #include "common/spawn.h"
 #include "controller/api.h"
+#include "controller/config_files.h"
 
 namespace ctltest {
 
@@ -39,6 +40,7 @@ struct Options {
       "regions:\n  - {name: DE, nodes: 2, intensity: 300, pue: 1.2}\n  - {name: FR, nodes: 1, intensity: 50}\n";
   int64_t backoff_ms = 50;
   int64_t grace_ms = 2000;
+  std::string quotas_yaml;  // controller/quota.h; empty: no quotas
 };
 
 class Controller {
@@ -59,6 +61,7 @@ class Controller {
     controller::SchedulerOptions so;
     so.backoff_base_ms = o.backoff_ms;
     so.stop_grace = std::chrono::milliseconds(o.grace_ms);
+    if (!o.quotas_yaml.empty()) so.quotas = controller::parse_quota_yaml(o.quotas_yaml, "quotas", regions);
     sched = std::make_unique<controller::Scheduler>(*registry, clock, regions, ex, &metrics, so);
     controller::ApiOptions ao;
     ao.max_body_bytes = o.max_body;

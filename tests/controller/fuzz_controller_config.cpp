@@ -1,7 +1,8 @@
 // libFuzzer target for the controller's configuration files: regions.yaml
 // (controller/regions.cpp parse_regions_yaml), the carbon source file and the
-// hardware file (controller/config_files.cpp parse_carbon_source_yaml,
-// apply_hardware_yaml). The first byte picks the parser. Each may only throw
+// hardware file and the quotas file (controller/config_files.cpp
+// parse_carbon_source_yaml, apply_hardware_yaml, parse_quota_yaml). The
+// first byte picks the parser. Each may only throw
 // std::runtime_error naming the file (a YAML::Exception escaping, or any
 // other exception or sanitizer report, is a bug). Inputs naming /dev, /proc
 // or /sys are skipped: the parsers read the files a config names
@@ -28,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       text.find("/sys") != std::string::npos)
     return 0;
   try {
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
       case 0: {
         controller::RegionsFileOptions o;
         o.service_account_dir = "/nonexistent-greenshard-fuzz-sa";
@@ -39,11 +40,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 1:
         (void)controller::parse_carbon_source_yaml(text, "carbon.yaml");
         break;
-      default: {
+      case 2: {
         std::vector<controller::RegionConfig> regions(2);
         regions[0].name = "DE";
         regions[1].name = "local";
         controller::apply_hardware_yaml(text, "hardware.yaml", regions);
+        break;
+      }
+      default: {
+        std::vector<controller::RegionConfig> regions(2);
+        regions[0].name = "DE";
+        regions[0].gpus_per_node = 8;
+        regions[1].name = "local";
+        const controller::QuotaConfig q = controller::parse_quota_yaml(text, "quotas.yaml", regions);
+        controller::QuotaLedger l(q, regions);
+        for (const auto& [t, _] : q.tenants) {
+          l.add(t, "DE", 1);
+          if (l.room(t, "DE") < 0 || l.room(t, "local") < 0) std::abort();  // never negative
+          (void)l.explain(t, "DE", 2);
+        }
+        (void)l.rows();
         break;
       }
     }

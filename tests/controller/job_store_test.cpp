@@ -30,6 +30,7 @@ const std::set<std::pair<JobState, JobState>> kLegal = {
     {JobState::kStarting, JobState::kCancelled},    {JobState::kRunning, JobState::kSucceeded},
     {JobState::kRunning, JobState::kRecovering},    {JobState::kRunning, JobState::kSuspended},
     {JobState::kRunning, JobState::kFailed},        {JobState::kRunning, JobState::kCancelled},
+    {JobState::kRunning, JobState::kPending},  // preempted: checkpointed and requeued
     {JobState::kRecovering, JobState::kStarting},   {JobState::kRecovering, JobState::kFailed},
     {JobState::kRecovering, JobState::kCancelled},  {JobState::kSuspended, JobState::kStarting},
     {JobState::kSuspended, JobState::kFailed},      {JobState::kSuspended, JobState::kCancelled},

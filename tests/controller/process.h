@@ -1,6 +1,7 @@
 // A greenshard-controller process for tests: its own process group, output
 // to a file, the bound port read from --port-file; SIGKILLed (the whole
-// group) by the destructor so nothing outlives the test.
+// group) by the destructor so nothing outlives the test. `env`: variables
+// set for the controller on top of the test's environment.
 #pragma once
 
 #include <fcntl.h>
@@ -9,24 +10,45 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+extern char** environ;
+
 namespace ctltest {
 
 class ControllerProcess {
  public:
   ControllerProcess(const std::string& binary, std::vector<std::string> args, const std::string& log_path,
-                    const std::string& port_file)
+                    const std::string& port_file, const std::map<std::string, std::string>& env = {})
       : port_file_(port_file), log_(log_path) {
     ::unlink(port_file.c_str());
     args.insert(args.begin(), binary);
     args.push_back("--port-file");
     args.push_back(port_file);
+    // The environment is built before fork: the child only calls
+    // async-signal-safe functions.
+    std::map<std::string, std::string> vars;
+    for (char** e = environ; e && *e; ++e) {
+      std::string kv = *e;
+      const auto eq = kv.find('=');
+      if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const auto& [k, v] : env) vars[k] = v;
+    std::vector<std::string> env_s;
+    for (const auto& [k, v] : vars) env_s.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
@@ -34,10 +56,7 @@ class ControllerProcess {
       int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
+      ::execve(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     ::setpgid(pid_, pid_);

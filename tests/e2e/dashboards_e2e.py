@@ -112,8 +112,11 @@ def main():
     open(f"{tmp}/tokens", "w").write(f"{token},e2e,user\n")
     open(f"{tmp}/regions.yaml", "w").write(
         "regions:\n  - {name: local-de, zone: DE, nodes: 1, pue: 1.2}\n  - {name: local-gb, zone: GB, nodes: 1, pue: 1.2}\n")
+    # A quota for the tenant, so that the quota and preemption panels have series.
+    open(f"{tmp}/quotas.yaml", "w").write("tenants:\n  e2e: {local-de: {nodes: 1}, local-gb: {nodes: 1, gpus: 0}}\n")
     cport, pport = free_port(), free_port()
-    start([controller, "--tokens", f"{tmp}/tokens", "--regions", f"{tmp}/regions.yaml", "--data-dir", f"{tmp}/ctl",
+    start([controller, "--tokens", f"{tmp}/tokens", "--regions", f"{tmp}/regions.yaml", "--quotas", f"{tmp}/quotas.yaml",
+           "--data-dir", f"{tmp}/ctl",
            "--host", "127.0.0.1", "--port", str(cport), "--worker", worker, "--cycle-ms", "200"], f"{tmp}/controller.log")
     url = f"http://127.0.0.1:{cport}"
     wait_for(lambda: urllib.request.urlopen(url + "/healthz", timeout=2).status == 200, 60, "the controller")

@@ -93,14 +93,58 @@ app.kubernetes.io/component: controller
 {{- if .Values.controller.advertiseUrl }}
 {{- .Values.controller.advertiseUrl }}
 {{- else }}
-{{- printf "http://%s.%s.svc.%s:%d" (include "greenshard.fullname" .) .Release.Namespace .Values.clusterDomain (int .Values.service.port) }}
+{{- printf "%s://%s.%s.svc.%s:%d" (include "greenshard.scheme" .) (include "greenshard.fullname" .) .Release.Namespace .Values.clusterDomain (int .Values.service.port) }}
 {{- end }}
+{{- end }}
+
+{{/* http, or https with tls.enabled. */}}
+{{- define "greenshard.scheme" -}}
+{{- ternary "https" "http" (.Values.tls.enabled | default false) }}
+{{- end }}
+
+{{/*
+TLS rules the values must keep (values.schema.json states them too; these
+messages are what `helm template --skip-schema-validation` and subchart
+users see). Included by deployment.yaml.
+*/}}
+{{- define "greenshard.validateTls" -}}
+{{- $t := .Values.tls -}}
+{{- if $t.enabled -}}
+{{- $cm := $t.certManager | default dict -}}
+{{- if and $t.existingSecret $cm.enabled -}}
+{{- fail "tls: set tls.existingSecret or tls.certManager.enabled, not both" -}}
+{{- end -}}
+{{- if not (or $t.existingSecret $cm.enabled) -}}
+{{- fail "tls.enabled: needs tls.existingSecret (a kubernetes.io/tls Secret) or tls.certManager.enabled (a cert-manager Certificate)" -}}
+{{- end -}}
+{{- if and $cm.enabled (not ($cm.issuerRef | default dict).name) -}}
+{{- fail "tls.certManager.issuerRef.name: required with tls.certManager.enabled (the Issuer or ClusterIssuer that signs the certificate)" -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* The kubernetes.io/tls Secret the controller serves (tls.existingSecret or the Certificate's). */}}
+{{- define "greenshard.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "greenshard.fullname" .)) .Values.tls.existingSecret }}
+{{- end }}
+
+{{/* The Secret's ca.crt is the bundle clients verify the controller with. */}}
+{{- define "greenshard.tlsCa" -}}
+{{- if and .Values.tls.enabled .Values.tls.caFromSecret }}true{{ end }}
+{{- end }}
+
+{{/* The name Prometheus checks the certificate for (it scrapes the pod IP). */}}
+{{- define "greenshard.tlsServerName" -}}
+{{- printf "%s.%s.svc" (include "greenshard.fullname" .) .Release.Namespace }}
 {{- end }}
 
 {{/* Where the controller finds its files. */}}
 {{- define "greenshard.configDir" -}}/etc/greenshard/config{{- end }}
 {{- define "greenshard.secretDir" -}}/etc/greenshard/secrets{{- end }}
 {{- define "greenshard.clustersDir" -}}/etc/greenshard/clusters{{- end }}
+{{- define "greenshard.tlsDir" -}}/etc/greenshard/tls{{- end }}
+{{/* The CA bundle (ca.crt), in the controller and in worker pods alike. */}}
+{{- define "greenshard.caDir" -}}/etc/greenshard/ca{{- end }}
 {{- define "greenshard.dataDir" -}}/var/lib/greenshard{{- end }}
 
 {{/*
