@@ -1,8 +1,6 @@
 // Kubernetes executor: Indexed Job + headless Service + ConfigMap through the
 // Kubernetes REST API (see executor_k8s.h).
 #include <httplib.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -16,6 +14,7 @@
 #include "controller/executor_k8s.h"
 
 #include "controller/base64.h"
+#include "worker/ca_bundle.h"
 #include "worker/config.h"  // kConfigErrorPrefix
 
 namespace controller {
@@ -458,19 +457,6 @@ std::string trim(std::string s) {
   return s.substr(b);
 }
 
-// Number of X.509 certificates in PEM text (0 when none parse).
-int pem_certificates(const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), int(pem.size()));
-  if (!bio) return 0;
-  int n = 0;
-  while (X509* x = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    X509_free(x);
-    ++n;
-  }
-  BIO_free(bio);
-  return n;
-}
-
 std::string scalar(const YAML::Node& n, const std::string& path) {
   if (!n || !n.IsScalar()) throw std::runtime_error(path + ": expected a string");
   return n.as<std::string>();
@@ -552,7 +538,7 @@ KubeClusterConfig parse_kubeconfig(const std::string& text, const std::string& o
       const std::string f = clpath + ".certificate-authority-data";
       auto pem = base64_decode(scalar(cl["certificate-authority-data"], f), Base64::kStandard);
       if (!pem) throw std::runtime_error(f + ": not base64");
-      if (pem_certificates(*pem) == 0) throw std::runtime_error(f + ": holds no PEM certificate");
+      if (greenshard::pem_certificate_count(*pem) == 0) throw std::runtime_error(f + ": holds no PEM certificate");
       k.ca_file = write_ca(*pem, ca_dir);
     }
     if (cl["insecure-skip-tls-verify"]) {
@@ -592,7 +578,7 @@ KubeClusterConfig in_cluster_config_at(const std::string& sa_dir) {
   k.token = trim(read_file(k.token_file, "in_cluster: service account token"));
   if (k.token.empty()) throw std::runtime_error("in_cluster: service account token '" + k.token_file + "' is empty");
   k.ca_file = sa_dir + "/ca.crt";
-  if (pem_certificates(read_file(k.ca_file, "in_cluster: service account CA")) == 0)
+  if (greenshard::pem_certificate_count(read_file(k.ca_file, "in_cluster: service account CA")) == 0)
     throw std::runtime_error("in_cluster: '" + k.ca_file + "' holds no PEM certificate");
   k.namespace_ = trim(read_file(sa_dir + "/namespace", "in_cluster: service account namespace"));
   return k;

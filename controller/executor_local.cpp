@@ -33,7 +33,7 @@
 #include <sstream>
 #include <thread>
 
-#include "controller/ca_bundle.h"
+#include "worker/ca_bundle.h"
 #include "controller/executor.h"
 #include "worker/config.h"  // kConfigErrorPrefix
 
@@ -213,7 +213,7 @@ struct Gang {
 std::string ca_bundle_for_ranks() {
   const char* v = std::getenv("GREENSHARD_CA_BUNDLE");
   if (!v || !*v) return "";
-  check_ca_bundle(v, "GREENSHARD_CA_BUNDLE (the CA bundle local ranks verify the controller's https:// URL with)");
+  greenshard::check_ca_bundle(v, "GREENSHARD_CA_BUNDLE (the CA bundle local ranks verify the controller's https:// URL with)");
   return fs::absolute(v).lexically_normal().string();
 }
 

@@ -8,9 +8,10 @@ if(NOT TARGET worker_job_schema)
   find_package(yaml-cpp REQUIRED)
   find_package(nlohmann_json 3 REQUIRED)
   include(${CMAKE_CURRENT_LIST_DIR}/../shard/names.cmake)
-  add_library(worker_job_schema STATIC ${CMAKE_CURRENT_LIST_DIR}/config.cpp)
+  find_package(OpenSSL REQUIRED)
+  add_library(worker_job_schema STATIC ${CMAKE_CURRENT_LIST_DIR}/config.cpp ${CMAKE_CURRENT_LIST_DIR}/ca_bundle.cpp)
   target_include_directories(worker_job_schema PUBLIC ${CMAKE_CURRENT_LIST_DIR}/..)
   target_link_libraries(worker_job_schema
     PUBLIC shard_names
-    PRIVATE carbon yaml-cpp nlohmann_json::nlohmann_json)
+    PRIVATE carbon yaml-cpp nlohmann_json::nlohmann_json OpenSSL::Crypto)
 endif()

@@ -2,35 +2,18 @@
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <stdexcept>
 
+#include "worker/ca_bundle.h"
 #include "worker/config.h"
 
 namespace greenshard {
 
 namespace {
-
-// Number of X.509 certificates in PEM text.
-int pem_certificates(const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), int(pem.size()));
-  if (!bio) return 0;
-  int n = 0;
-  while (X509* x = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    X509_free(x);
-    ++n;
-  }
-  BIO_free(bio);
-  return n;
-}
 
 std::string resolve_ca_bundle(const std::optional<std::string>& given) {
   if (given) return *given;
@@ -70,16 +53,11 @@ std::string ca_bundle_from_env(const std::map<std::string, std::string>& env) {
   auto it = env.find(kCaBundleVar);
   if (it == env.end() || it->second.empty()) return "";
   const std::string& path = it->second;
-  const std::string field = std::string("environment ") + kCaBundleVar;
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-    throw ConfigError(field + ": cannot read '" + path + "' (not a file)", kCaBundleVar);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(field + ": cannot read '" + path + "'", kCaBundleVar);
-  const std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw ConfigError(field + ": cannot read '" + path + "'", kCaBundleVar);
-  if (pem_certificates(pem) == 0)
-    throw ConfigError(field + ": '" + path + "' holds no PEM certificate", kCaBundleVar);
+  try {
+    check_ca_bundle(path, std::string("environment ") + kCaBundleVar);
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(e.what(), kCaBundleVar);
+  }
   return path;
 }
 

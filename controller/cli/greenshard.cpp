@@ -27,7 +27,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "controller/ca_bundle.h"
+#include "worker/ca_bundle.h"
 #include "controller/yaml_json.h"
 
 #include <cmath>
@@ -294,7 +294,7 @@ int run(int argc, char** argv) {
   while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
   if (!c.ca_bundle.empty()) {
     try {
-      controller::check_ca_bundle(c.ca_bundle, ca_origin);
+      greenshard::check_ca_bundle(c.ca_bundle, ca_origin);
     } catch (const std::runtime_error& e) {
       fail(2, e.what());
     }

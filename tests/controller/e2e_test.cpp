@@ -249,10 +249,8 @@ std::string hourly(std::map<int, double> v, double rest) {
   return s + "]";
 }
 
-}  // namespace
-
-TEST(E2EElastic, AJobShrinksMovesAndGrowsAcrossItsWindowsWithoutLosingAStep) {
-  gstest::TempDir data;
+// A small text corpus tokenized by the real worker into data/tok/{train,val}.bin.
+void prepare_corpus(gstest::TempDir& data) {
   {
     std::ofstream text(data.file("corpus.txt"));
     for (int i = 0; i < 400; ++i)
@@ -261,7 +259,13 @@ TEST(E2EElastic, AJobShrinksMovesAndGrowsAcrossItsWindowsWithoutLosingAStep) {
   auto prep = gstest::run_process({WORKER_BIN, "prepare", "--input", data.file("corpus.txt"), "--out", data.file("tok")},
                                   {}, std::chrono::seconds(120));
   ASSERT_EQ(prep.exit_code, 0) << prep.output;
+}
 
+}  // namespace
+
+TEST(E2EElastic, AJobShrinksMovesAndGrowsAcrossItsWindowsWithoutLosingAStep) {
+  gstest::TempDir data;
+  ASSERT_NO_FATAL_FAILURE(prepare_corpus(data));
   ctltest::Options o;
   o.worker_script = std::string("#!/bin/sh\nexec '") + WORKER_BIN + "' \"$@\"\n";
   o.regions_yaml = "regions:\n  - {name: A, nodes: 2, hourly: " + hourly({{0, 50}, {1, 50}, {2, 160}, {3, 160}}, 600) +
@@ -404,15 +408,7 @@ TEST(E2EElastic, AJobShrinksMovesAndGrowsAcrossItsWindowsWithoutLosingAStep) {
 // or run twice.
 TEST(E2EPreemption, APreemptedJobResumesFromItsCheckpointWithoutLosingAStep) {
   gstest::TempDir data;
-  {
-    std::ofstream text(data.file("corpus.txt"));
-    for (int i = 0; i < 400; ++i)
-      text << "the quick brown fox " << i << " jumps over the lazy dog while green shards train quietly.\n";
-  }
-  auto prep = gstest::run_process({WORKER_BIN, "prepare", "--input", data.file("corpus.txt"), "--out", data.file("tok")},
-                                  {}, std::chrono::seconds(120));
-  ASSERT_EQ(prep.exit_code, 0) << prep.output;
-
+  ASSERT_NO_FATAL_FAILURE(prepare_corpus(data));
   ctltest::Options o;
   o.worker_script = std::string("#!/bin/sh\nexec '") + WORKER_BIN + "' \"$@\"\n";
   o.regions_yaml = "regions:\n  - {name: DE, nodes: 1, intensity: 300}\n";

@@ -1,10 +1,12 @@
-// PEM CA bundles the controller and the CLI verify https:// peers with
-// (--ca-bundle, GREENSHARD_CA_BUNDLE; docs/controller.md "TLS").
+// PEM CA bundles that https:// peers are verified with: the CLI's
+// --ca-bundle, the controller's and the workers' GREENSHARD_CA_BUNDLE, a
+// kubeconfig's CA (docs/controller.md "TLS"). In worker_job_schema, the
+// LibTorch-free library both the worker and the controller link.
 #pragma once
 
 #include <string>
 
-namespace controller {
+namespace greenshard {
 
 // Number of X.509 certificates in PEM text (0 when none parse).
 int pem_certificate_count(const std::string& pem);
@@ -15,4 +17,4 @@ int pem_certificate_count(const std::string& pem);
 // variable the path came from.
 void check_ca_bundle(const std::string& path, const std::string& what);
 
-}  // namespace controller
+}  // namespace greenshard

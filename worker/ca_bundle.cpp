@@ -1,4 +1,4 @@
-#include "controller/ca_bundle.h"
+#include "worker/ca_bundle.h"
 
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -8,7 +8,7 @@
 #include <iterator>
 #include <stdexcept>
 
-namespace controller {
+namespace greenshard {
 
 int pem_certificate_count(const std::string& pem) {
   BIO* bio = BIO_new_mem_buf(pem.data(), int(pem.size()));
@@ -34,4 +34,4 @@ void check_ca_bundle(const std::string& path, const std::string& what) {
     throw std::runtime_error(what + ": '" + path + "' holds no PEM certificate");
 }
 
-}  // namespace controller
+}  // namespace greenshard
