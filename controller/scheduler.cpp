@@ -39,6 +39,16 @@ std::set<std::string> apply(Registry& reg, std::unordered_map<std::string, Fn>& 
   return {changed.begin(), changed.end()};
 }
 
+// apply(), then our copies of the jobs that changed are refreshed with what
+// was persisted.
+void apply_and_refresh(Registry& reg, std::unordered_map<std::string, Fn>& changes,
+                       const std::vector<DecisionRecord>& decisions, std::vector<Job>& jobs) {
+  const std::set<std::string> changed = apply(reg, changes, decisions);
+  for (Job& j : jobs)
+    if (changed.count(j.id()))
+      if (auto fresh = reg.get(j.id())) j = *fresh;
+}
+
 // Nodes held by active gangs, per region.
 std::map<std::string, int> used_nodes(const std::vector<Job>& jobs) {
   std::map<std::string, int> used;
@@ -388,11 +398,7 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
       }
     }
   }
-  // Refresh our copies of the jobs that changed with what was persisted.
-  const std::set<std::string> changed = apply(registry_, changes);
-  for (Job& j : jobs)
-    if (changed.count(j.id()))
-      if (auto fresh = registry_.get(j.id())) j = *fresh;
+  apply_and_refresh(registry_, changes, {}, jobs);
 }
 
 void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regions,
@@ -724,10 +730,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   preempt(jobs, waiting, quota, free_now, rep);
   if (metrics_)
     for (const auto& [t, n] : quota_waiting) metrics_->set_quota_waiting(t, n);
-  const std::set<std::string> changed = apply(registry_, changes, decisions);
-  for (Job& j : jobs)
-    if (changed.count(j.id()))
-      if (auto fresh = registry_.get(j.id())) j = *fresh;
+  apply_and_refresh(registry_, changes, decisions, jobs);
 
   // 8. This hour's realized load (what capacity pricing learns from).
   LoadSample x{hour, 0, 0};
@@ -856,10 +859,7 @@ void Scheduler::preempt(std::vector<Job>& jobs, const std::vector<Waiting>& wait
       break;
     }
   }
-  const std::set<std::string> changed = apply(registry_, changes, decisions);
-  for (Job& j : jobs)
-    if (changed.count(j.id()))
-      if (auto fresh = registry_.get(j.id())) j = *fresh;
+  apply_and_refresh(registry_, changes, decisions, jobs);
 }
 
 bool Scheduler::start_gang(const Job& job, size_t window, RegionSnapshot* region, CycleReport& rep) {

@@ -19,15 +19,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "fuzz_input.h"
 #include "controller/config_files.h"
 #include "controller/regions.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
-  const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
-  if (text.find("/dev") != std::string::npos || text.find("/proc") != std::string::npos ||
-      text.find("/sys") != std::string::npos)
-    return 0;
+  const auto input = fuzzing::config_text(data, size);
+  if (!input) return 0;
+  const std::string& text = *input;
   try {
     switch (data[0] % 4) {
       case 0: {

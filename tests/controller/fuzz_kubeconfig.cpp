@@ -16,6 +16,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "fuzz_input.h"
 #include "controller/executor_k8s.h"
 
 namespace {
@@ -30,11 +31,9 @@ std::string ca_dir() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
-  const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
-  if (text.find("/dev") != std::string::npos || text.find("/proc") != std::string::npos ||
-      text.find("/sys") != std::string::npos)
-    return 0;
+  const auto input = fuzzing::config_text(data, size);
+  if (!input) return 0;
+  const std::string& text = *input;
   try {
     if (data[0] & 1) {
       auto k = controller::parse_kubeconfig(text, "kubeconfig", ca_dir());
