@@ -740,16 +740,18 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
   return ctx;
 }
 
-void commit(PassContext& ctx, CapacityLedger& planned, const Job& job, const Decision& d) {
+// Reserves d's windows (sign -1: releases them) in the ledger and in the
+// pass's view of it.
+void commit(PassContext& ctx, CapacityLedger& planned, const Job& job, const Decision& d, int sign = 1) {
   // The ledger is per UTC hour: a window reserves every hour it overlaps,
   // so every slot of those hours is marked used here as well.
-  planned.reserve(d.region, d.windows, job.gpus);
+  planned.reserve(d.region, d.windows, sign * job.gpus);
   int lo = ctx.n, hi = 0;
   for (const auto& w : d.windows) {
     int ri = find_region(ctx, w.region.empty() ? d.region : w.region);
     if (ri < 0) continue;
     auto& p = ctx.prepared[ri];
-    const int amount = w.gpus > 0 ? w.gpus : job.gpus;
+    const int amount = sign * (w.gpus > 0 ? w.gpus : job.gpus);
     int a = static_cast<int>((floor_hour(w.start) - ctx.base) / ctx.slot);
     int b = static_cast<int>((ceil_hour(w.end) - ctx.base) / ctx.slot);
     for (int k = std::max(a, 0); k < std::min(b, ctx.n); ++k) p.used[k] += amount;
@@ -769,6 +771,14 @@ Decision place(const Job& job, const std::vector<Region>& regions, const Capacit
 
 std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<Region>& regions,
                                 CapacityLedger& planned, Time now, const PlacementOptions& options) {
+  return place_all(jobs, regions, planned, now, options, {}, nullptr);
+}
+
+std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<Region>& regions,
+                                CapacityLedger& planned, Time now, const PlacementOptions& options,
+                                const std::vector<const Decision*>& held, std::vector<bool>* kept) {
+  if (!held.empty() && held.size() != jobs.size()) throw CarbonError("place_all: held plans must be empty or one per job");
+  if (kept) kept->assign(jobs.size(), false);
   auto ctx = make_context(regions, planned, now, options);
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), 0);
@@ -782,8 +792,16 @@ std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<
   });
   std::vector<Decision> out(jobs.size());
   for (size_t i : order) {
+    const Decision* h = held.empty() ? nullptr : held[i];
+    if (h) commit(ctx, planned, jobs[i], *h, -1);   // its own capacity is free to it, and only to it
     out[i] = place_prepared(jobs[i], ctx, options);
-    if (out[i].feasible) commit(ctx, planned, jobs[i], out[i]);
+    if (out[i].feasible) {
+      commit(ctx, planned, jobs[i], out[i]);
+    } else if (h) {
+      commit(ctx, planned, jobs[i], *h);              // nobody took it meanwhile: it still fits
+      out[i] = *h;
+      if (kept) (*kept)[i] = true;
+    }
   }
   return out;
 }

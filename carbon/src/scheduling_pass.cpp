@@ -41,19 +41,25 @@ std::vector<PassResult> schedule_pass(const std::vector<Job>& jobs, const std::v
   if (!previous.empty() && previous.size() != jobs.size())
     throw CarbonError("schedule_pass: previous plans must be empty or one per job");
   std::vector<PassResult> out(jobs.size());
-  auto first = place_all(jobs, regions, planned, now, options);
+  // Previous plans are held again (each while it fits), so that the pass
+  // releases each one only to its own job (place_all's held plans).
+  std::vector<const Decision*> held;
+  if (!previous.empty()) {
+    held.assign(jobs.size(), nullptr);
+    for (size_t i = 0; i < jobs.size(); ++i)
+      if (previous[i] && previous[i]->feasible && fits(regions, planned, *previous[i], jobs[i].gpus)) {
+        planned.reserve(previous[i]->region, previous[i]->windows, jobs[i].gpus);
+        held[i] = &*previous[i];
+      }
+  }
+  std::vector<bool> kept;
+  auto first = place_all(jobs, regions, planned, now, options, held, &kept);
   std::vector<Job> retry;
   std::vector<size_t> retry_idx;
   for (size_t i = 0; i < jobs.size(); ++i) {
     out[i].decision = std::move(first[i]);
     if (out[i].decision.feasible) {
-      out[i].outcome = PassOutcome::kPlaced;
-      continue;
-    }
-    if (!previous.empty() && previous[i] && previous[i]->feasible && fits(regions, planned, *previous[i], jobs[i].gpus)) {
-      out[i].outcome = PassOutcome::kKeptPrevious;
-      out[i].decision = *previous[i];
-      planned.reserve(out[i].decision.region, out[i].decision.windows, jobs[i].gpus);
+      out[i].outcome = kept[i] ? PassOutcome::kKeptPrevious : PassOutcome::kPlaced;
       continue;
     }
     retry.push_back(jobs[i]);

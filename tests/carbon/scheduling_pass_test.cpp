@@ -85,6 +85,53 @@ TEST(SchedulingPass, AReplannedJobThatNoLongerFitsAnewKeepsItsOldPlan) {
   EXPECT_EQ(ledger.used("A", kNow + Hours{4}), 16 - 8);   // reserved again (was free)
 }
 
+TEST(SchedulingPass, AReplanNeverGivesAnEarlierDeadlinesJobTheHoursAnotherJobIsPlannedIn) {
+  // Hours 2-3 are clean. A (deadline +4 h) is planned in hours 1-2, B
+  // (deadline +5 h) in hours 3-4; hour 0 is taken by a running job. Placed
+  // anew with both plans released, A would take hours 2-3 and leave B no two
+  // free hours before its deadline. Held, B's hours are not A's to take.
+  std::vector<Region> rs{region("A", 8, 500, 2, 4, 100)};
+  CapacityLedger ledger;
+  ledger.reserve("A", kNow, kNow + Hours{1}, 8);
+  auto plan = [](int from, int to) {
+    Decision d;
+    d.feasible = true;
+    d.region = "A";
+    d.windows = {{kNow + Hours{from}, kNow + Hours{to}}};
+    d.start = d.windows[0].start;
+    d.end = d.windows[0].end;
+    d.deadline_met = true;
+    return d;
+  };
+  auto out = schedule_pass({job("a", 8, 2, 2), job("b", 8, 2, 3)}, {plan(1, 3), plan(3, 5)}, rs, ledger, kNow, {},
+                           Policy::kSpatial);
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_NE(out[i].outcome, PassOutcome::kFallback) << i;
+    EXPECT_TRUE(out[i].decision.deadline_met) << i;
+  }
+  EXPECT_EQ(out[0].decision.start, kNow + Hours{1});
+  EXPECT_EQ(out[1].decision.start, kNow + Hours{3});
+  for (int h = 0; h < 8; ++h) EXPECT_LE(ledger.used("A", kNow + Hours{h}), 8) << "hour " << h;
+}
+
+TEST(SchedulingPass, AHeldPlanThatNoLongerFitsIsPlacedAnew) {
+  // Capacity was taken from under the old plan (hours 1-2) before the pass:
+  // it is not held (that would over-commit); the job is placed anew.
+  std::vector<Region> rs{region("A", 8, 100)};
+  CapacityLedger ledger;
+  ledger.reserve("A", kNow + Hours{1}, kNow + Hours{2}, 8);
+  Decision old;
+  old.feasible = true;
+  old.region = "A";
+  old.windows = {{kNow + Hours{1}, kNow + Hours{3}}};
+  old.start = old.windows[0].start;
+  old.end = old.windows[0].end;
+  auto out = schedule_pass({job("r", 8, 2, 6)}, {old}, rs, ledger, kNow, {}, Policy::kSpatial);
+  ASSERT_EQ(out[0].outcome, PassOutcome::kPlaced);
+  EXPECT_GE(out[0].decision.start, kNow + Hours{2});
+  for (int h = 0; h < 10; ++h) EXPECT_LE(ledger.used("A", kNow + Hours{h}), 8) << "hour " << h;
+}
+
 TEST(SchedulingPass, PreviousPlansMustBeOnePerJob) {
   std::vector<Region> rs{region("A", 8, 100)};
   CapacityLedger ledger;

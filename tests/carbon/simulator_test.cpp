@@ -125,6 +125,25 @@ TEST(Simulator, ReplanningKeepsEveryJobWithinItsDeadlineWhenCapacityIsAmple) {
   EXPECT_EQ(replanned.jobs, fixed.jobs);
 }
 
+TEST(Simulator, ReplanningElasticMigratableJobsUnderTightCapacityMissesNoDeadline) {
+  // Elastic jobs grow into free capacity; a re-plan that released every
+  // not-started plan at once let earlier-deadline jobs take the hours of
+  // later ones, which then fell back past their deadlines.
+  auto w = world(64, 8);
+  for (auto& j : w.trace) {
+    make_elastic(j, 8);
+    j.migratable = true;
+  }
+  auto once = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  ASSERT_EQ(once.deadline_misses, 0);
+  w.cfg.replan_every = Hours{6};
+  auto replanned = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_EQ(replanned.deadline_misses, 0);
+  int fallbacks = 0;
+  for (const auto& o : replanned.outcomes) fallbacks += o.fallback ? 1 : 0;
+  EXPECT_EQ(fallbacks, 0);
+}
+
 TEST(Simulator, CapacityPricesAreLearnedFromThePastOnly) {
   auto w = world(128, 8);
   auto priced = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);

@@ -179,4 +179,15 @@ Decision place(const Job& job, const std::vector<Region>& regions, const Capacit
 std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<Region>& regions,
                                 CapacityLedger& planned, Time now, const PlacementOptions& options = {});
 
+// Re-planning: held[i] (null: none) is job i's current plan, still
+// reserved in `planned`. It is released just before job i is placed, so it
+// is free to job i and to no job placed before it; when job i gets no new
+// plan, the held one is reserved again (it always fits: nothing was placed
+// in between), returned as job i's decision, and (*kept)[i] set. So a pass
+// never takes a planned job's capacity from under it. held: empty or one
+// per job.
+std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<Region>& regions,
+                                CapacityLedger& planned, Time now, const PlacementOptions& options,
+                                const std::vector<const Decision*>& held, std::vector<bool>* kept);
+
 }  // namespace carbon

@@ -2,12 +2,16 @@
 // path shared by the simulator (simulator.h) and the controller's scheduler.
 //
 // schedule_pass(jobs, previous, regions, planned, now, options, fallback):
-//   1. place_all(jobs) with `options` (earliest deadline first, each feasible
-//      decision committed into `planned`);
-//   2. a job that got no plan but had one before (previous[i], when
-//      re-planning: its reservation was released by the caller) keeps that
-//      plan when it still fits: every reserved hour of its region has room in
-//      `planned` (Region::capacity); the plan is reserved again;
+//   1. previous plans (previous[i], when re-planning: the caller released
+//      their reservations) are reserved again, each while it still fits
+//      (every reserved hour of its region has room in `planned`,
+//      Region::capacity);
+//   2. place_all(jobs) with `options` and those plans held (earliest
+//      deadline first, each feasible decision committed into `planned`; a
+//      held plan is released only to its own job, so no job placed before
+//      it can take its capacity): a job with a new plan takes it
+//      (kPlaced), a job with none keeps its held plan (kKeptPrevious). A
+//      re-plan never makes a job lose the plan it had;
 //   3. every other job without a plan is placed with policy `fallback`
 //      (deadline ignored when choosing: the earliest possible run), when
 //      fallback differs from options.policy;
