@@ -665,6 +665,10 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         r.decision.reason = "no room now in any allowed region";
         r.outcome = carbon::PassOutcome::kUnplaced;
       }
+      // carbon/ saw the sequence number as the id (for its tie order): the
+      // explanation names the job by its own id.
+      if (const std::string seq_name = "Job " + cjobs[i].id; r.decision.explanation.rfind(seq_name, 0) == 0)
+        r.decision.explanation.replace(0, seq_name.size(), "Job " + j.id());
       const bool was_scheduled = j.state() == JobState::kScheduled;
       DecisionRecord rec{cyc, j.id(), now, "", r.decision.region, policy, r.decision.explanation};
       if (r.outcome == carbon::PassOutcome::kUnplaced) {

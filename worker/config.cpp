@@ -4,6 +4,7 @@
 #include "carbon/hardware.h"
 #include "shard/object_store_url.h"
 #include "shard/strategy_names.h"
+#include "worker/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -265,7 +266,7 @@ void validate(const JobConfig& c) {
   need(c.model.heads >= 1, "model.heads", "must be >= 1");
   need(c.model.embd >= 1 && c.model.embd % c.model.heads == 0, "model.embd", "must be >= 1 and divisible by model.heads");
   need(c.model.context >= 2, "model.context", "must be >= 2");
-  need(c.model.vocab >= 2 && c.model.vocab <= 65536, "model.vocab", "must be in [2, 65536]");
+  need(c.model.vocab >= 2 && c.model.vocab <= kMaxVocab, "model.vocab", "must be in [2, " + std::to_string(kMaxVocab) + "]");
   need(c.model.dropout >= 0 && c.model.dropout < 1, "model.dropout", "must be in [0, 1)");
   // A file or a glob of shards. Whether it exists is the worker's check at
   // start (TokenDataset), not this one's: the controller validates specs

@@ -295,8 +295,8 @@ std::string file_sha256(const std::string& path) {
 }
 
 void train_bpe_tokenizer(std::string_view sample, const std::string& model_path, const BpeTrainOptions& opt) {
-  if (opt.vocab < kMinBpeVocab || opt.vocab > 2147483647)
-    throw std::invalid_argument("--vocab: must be in [" + std::to_string(kMinBpeVocab) + ", 2147483647] for a BPE " +
+  if (opt.vocab < kMinBpeVocab || opt.vocab > kMaxVocab)
+    throw std::invalid_argument("--vocab: must be in [" + std::to_string(kMinBpeVocab) + ", " + std::to_string(kMaxVocab) + "] for a BPE " +
                                 "tokenizer (256 byte tokens + unk, bos, eos + pieces), got " + std::to_string(opt.vocab));
   if (opt.threads < 1) throw std::invalid_argument("--threads: must be >= 1");
   std::unordered_map<std::string, std::string> args{

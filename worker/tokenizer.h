@@ -55,11 +55,14 @@ std::string file_sha256(const std::string& path);
 // encodes each line on its own (a newline is its byte token), as the
 // trainer saw it; tokens therefore do not depend on how a stream is chunked.
 struct BpeTrainOptions {
-  int64_t vocab = 8192;       // [kMinBpeVocab, 2^31 - 1]
+  int64_t vocab = 8192;       // [kMinBpeVocab, kMaxVocab]
   int threads = 4;            // trainer threads (recorded in the .model: keep it fixed)
   uint32_t seed = 1234;       // SentencePiece's random generator
 };
 inline constexpr int64_t kMinBpeVocab = 260;  // 256 byte tokens + unk, bos, eos + 1 piece
+// The largest vocabulary the trainer takes (config model.vocab): prepare
+// refuses a tokenizer beyond it, rather than a worker hours later.
+inline constexpr int64_t kMaxVocab = 65536;
 // Trains on the lines of `sample` and writes `model_path` (temp name +
 // rename). The .model is a function of (sample, options) only. Throws
 // std::invalid_argument when the options are bad or the sample cannot

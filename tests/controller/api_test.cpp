@@ -74,8 +74,11 @@ TEST(ControllerApi, SubmitReturnsTheJobWithItsPlacementAfterACycle) {
   // FR is cleaner (50 vs 300 g/kWh) and allowed.
   EXPECT_EQ(g.body["placement"]["region"], "FR");
   EXPECT_GT(g.body["placement"]["grams_avoided"].get<double>(), 0);
-  EXPECT_FALSE(g.body["placement"]["explanation"].get<std::string>().empty());
+  // It names the job by its id (not the scheduler's internal sequence number).
+  EXPECT_EQ(g.body["placement"]["explanation"].get<std::string>().rfind("Job " + id + " ", 0), 0u)
+      << g.body["placement"]["explanation"];
   EXPECT_EQ(c.store->decisions(id).size(), 1u);
+  EXPECT_EQ(c.store->decisions(id)[0].explanation.rfind("Job " + id + " ", 0), 0u);
 }
 
 TEST(ControllerApi, IdempotencyKeyReplaysAndConflicts) {

@@ -292,6 +292,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown tokenizer", {"--input", "@/ok.txt", "--out", "@/o", "--tokenizer", "wordpiece"}, "--tokenizer: must be byte or bpe"},
         BadCase{"vocab below 260", {"--input", "@/ok.txt", "--out", "@/o", "--tokenizer", "bpe", "--vocab", "255"}, "--vocab: must be in [260"},
         BadCase{"vocab above 2^31-1", {"--input", "@/ok.txt", "--out", "@/o", "--tokenizer", "bpe", "--vocab", "2147483648"}, "--vocab: must be in"},
+        BadCase{"vocab above what the trainer takes", {"--input", "@/ok.txt", "--out", "@/o", "--tokenizer", "bpe", "--vocab", "65537"}, "--vocab: must be in [260, 65536]"},
         BadCase{"vocab too large for the text", {"--input", "@/ok.txt", "--out", "@/o", "--tokenizer", "bpe", "--vocab", "50000"}, "--vocab 50000: SentencePiece could not train"},
         BadCase{"vocab with the byte tokenizer", {"--input", "@/ok.txt", "--out", "@/o", "--vocab", "1000"}, "--vocab: only with --tokenizer bpe"},
         BadCase{"a missing model", {"--input", "@/ok.txt", "--out", "@/o", "--tokenizer-model", "@/missing.model"}, "--tokenizer-model: @/missing.model"},
