@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   prepare->add_option("--out", popt.out_dir, "output directory")->required();
   prepare->add_option("--val-fraction", popt.val_fraction, "share of tokens for validation, [0, 1) [0.05]");
   prepare->add_option("--tokenizer", popt.tokenizer, "byte (vocabulary 256) | bpe (SentencePiece BPE) [byte]");
-  prepare->add_option("--vocab", popt.vocab, "bpe: vocabulary to train, [260, 2^31-1] [8192]");
+  prepare->add_option("--vocab", popt.vocab, "bpe: vocabulary to train, [260, 65536] [8192]");
   prepare->add_option("--tokenizer-model", popt.tokenizer_model,
                       "an existing SentencePiece .model to encode with (copied to DIR/tokenizer.model)");
   prepare->add_option("--shard-tokens", popt.shard_tokens, "tokens per shard file [2^28]");

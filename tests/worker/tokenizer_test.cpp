@@ -160,12 +160,19 @@ TEST(BpeTrainer, BadVocabularyIsAnErrorNamingTheFlag) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("--vocab"), std::string::npos) << e.what();
   }
-  o.vocab = 100000;  // more pieces than this little text has
+  o.vocab = greenshard::kMaxVocab + 1;  // more than the trainer's model.vocab takes
   try {
     greenshard::train_bpe_tokenizer(sample, dir.file("m.model"), o);
     ADD_FAILURE();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("--vocab 100000"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--vocab: must be in [260, 65536]"), std::string::npos) << e.what();
+  }
+  o.vocab = 60000;  // more pieces than this little text has
+  try {
+    greenshard::train_bpe_tokenizer(sample, dir.file("m.model"), o);
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--vocab 60000"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::ifstream(dir.file("m.model")).good()) << "no model left behind";
 }
