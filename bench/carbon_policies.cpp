@@ -47,6 +47,7 @@
 #include "carbon/placement.h"
 #include "carbon/simulator.h"
 #include "carbon/trace.h"
+#include "controller/scheduler.h"
 #include "controller/sim_engine.h"
 
 #include <algorithm>
@@ -54,6 +55,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -186,6 +188,10 @@ int main(int argc, char** argv) {
     cfg.actual[z] = cat.series(z);
   }
   cfg.placement.max_lookahead = Hours{192};
+  // Not-yet-started jobs are re-planned every hour, as the controller does
+  // by default (SchedulerOptions::replan_period_ms, --replan-seconds).
+  const controller::SchedulerOptions service_defaults;
+  cfg.replan_every = Hours{service_defaults.replan_period_ms / 3600000};
   TraceOptions to;
   to.seed = o.seed;
   to.regions = cat.ids();
@@ -211,12 +217,15 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(o.seed), trace.size(), interruptible, o.jobs_per_workday,
               format_time(to.from).substr(0, 10).c_str(), format_time(to.to).substr(0, 10).c_str(), 100 * util,
               100 * (1 - util));
-  std::printf("# every job may run in every region (no latency or residency cap); decisions are final at submission;\n"
-              "# look-ahead %ld h; interruptible jobs: <= %d windows, 10 min resume overhead each; a later plan must be\n"
-              "# > %.0f%% cheaper to beat an earlier one; spatio-temporal prices capacity (weight %.2f) by the load per\n"
-              "# hour of the week it realized in past weeks (learning rate %.2f per week), never by future jobs\n\n",
-              static_cast<long>(cfg.placement.max_lookahead.count()), cfg.placement.max_windows,
-              100 * cfg.placement.prefer_earlier_within, cfg.placement.capacity_price_weight, cfg.load_learning_rate);
+  std::printf("# every job may run in every region (no latency or residency cap); jobs not started yet are re-planned\n"
+              "# every %ld h (the controller's default); look-ahead %ld h; interruptible jobs: <= %d windows, 10 min resume\n"
+              "# overhead each; a later plan must be > %.0f%% cheaper to beat an earlier one; spatio-temporal prices\n"
+              "# capacity (weight %.2f, load band +-%.0f%%) by the load per hour of the week it realized in past weeks\n"
+              "# (learning rate %.2f per week), never by future jobs\n\n",
+              static_cast<long>(cfg.replan_every.count()), static_cast<long>(cfg.placement.max_lookahead.count()),
+              cfg.placement.max_windows, 100 * cfg.placement.prefer_earlier_within,
+              cfg.placement.capacity_price_weight, 100 * cfg.placement.capacity_price_load_spread,
+              cfg.load_learning_rate);
 
   const std::vector<SimPolicy> all{SimPolicy::kFifo, SimPolicy::kTemporal, SimPolicy::kSpatial,
                                    SimPolicy::kSpatioTemporal, SimPolicy::kOracle};
@@ -274,9 +283,15 @@ int main(int argc, char** argv) {
         moves += a.region != b.region ? 1 : 0;
       }
   };
-  const auto el_full = run_elastic(true, true, 1.0);
-  const auto el_only = run_elastic(true, false, 1.0);
-  const auto mig_only = run_elastic(false, true, 1.0);
+  // Independent simulations (pure functions): run side by side.
+  auto el_full_f = std::async(std::launch::async, run_elastic, true, true, 1.0);
+  auto el_only_f = std::async(std::launch::async, run_elastic, true, false, 1.0);
+  auto mig_only_f = std::async(std::launch::async, run_elastic, false, true, 1.0);
+  auto el_half_f = std::async(std::launch::async, run_elastic, true, true, 0.5);
+  auto el_double_f = std::async(std::launch::async, run_elastic, true, true, 2.0);
+  const auto el_full = el_full_f.get();
+  const auto el_only = el_only_f.get();
+  const auto mig_only = mig_only_f.get();
   LpBoundOptions el_lpo = lpo;
   el_lpo.time_limit_s = 3600;   // three segments per job-hour: about three times the columns
   const LpBound el_bound = lp_bound(elastic_trace(true, true, 1.0), cfg, el_lpo);
@@ -284,6 +299,7 @@ int main(int argc, char** argv) {
   // The service engine: the same trace through the controller's Scheduler.
   controller::ServiceSimOptions so;
   so.forecaster = "perfect";
+  so.replan_period_ms = service_defaults.replan_period_ms;
   controller::ServiceSimStats fifo_stats, st_stats;
   so.policy = Policy::kRunNowHome;
   auto svc_fifo = controller::simulate_service(trace, cfg, cat, so, &fifo_stats);
@@ -332,8 +348,9 @@ int main(int argc, char** argv) {
   std::printf("%-26s %12.2f %9.2f %7d %9s %9s %9s %9.3f\n", "lp-bound (fixed width)", bound.grams / 1e6, bound_saved, 0,
               "-", "-", "-", bound_saved / el_bound_saved);
   std::printf("# migration cost sensitivity (full policy):");
-  for (double f : {0.5, 2.0}) {
-    auto r = run_elastic(true, true, f);
+  for (auto* fut : {&el_half_f, &el_double_f}) {
+    const double f = fut == &el_half_f ? 0.5 : 2.0;
+    auto r = fut->get();
     int rs = 0, mv = 0;
     count_changes(r, rs, mv);
     std::printf(" x%.1f: saved %.2f%%, misses %d, %d moves;", f, r.saved_pct_vs_fifo, r.deadline_misses, mv);
@@ -390,9 +407,17 @@ int main(int argc, char** argv) {
   }
   {
     SimConfig c = cfg;
-    c.replan_every = Hours{24};
+    c.placement.capacity_price_load_spread = 0;
     auto s = simulate(trace, c, SimPolicy::kSpatioTemporal);
-    std::printf("re-planning not-yet-started jobs every 24 h: saved %.2f%%, misses %d\n",
+    std::printf("capacity_price_load_spread 0 (default %.2f; 0 = the expected load alone): saved %.2f%%, misses %d\n",
+                cfg.placement.capacity_price_load_spread, 100 * (fifo_g - s.total_grams) / fifo_g, s.deadline_misses);
+  }
+  for (long h : {0L, 24L}) {
+    SimConfig c = cfg;
+    c.replan_every = Hours{h};
+    auto s = simulate(trace, c, SimPolicy::kSpatioTemporal);
+    std::printf("re-planning not-yet-started jobs %s: saved %.2f%%, misses %d\n",
+                h == 0 ? "never (decisions final at submission)" : "every 24 h",
                 100 * (fifo_g - s.total_grams) / fifo_g, s.deadline_misses);
   }
   std::printf("\n");

@@ -6,6 +6,7 @@
 #include "elastic_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +29,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kEps = 1e-9;
+// Capacity pricing: loads at which the marginal intensity is taken.
+constexpr int kLoadPoints = 5;
 
 // Fixed one-decimal formatting without printf (cheap: reasons are built for
 // every failing region of every job in a pass).
@@ -361,20 +364,23 @@ struct PassContext {
   double price_weight = 1.0;
   std::vector<double> expected;          // per slot: expected busy GPUs over all usable regions
   std::vector<std::vector<int>> order;   // per slot: usable regions, cleanest first
-  std::vector<double> theta;             // per slot: marginal intensity
+  double load_spread = 0;                // PlacementOptions::capacity_price_load_spread
+  // Per slot: the marginal intensity at each of kLoadPoints loads.
+  std::vector<std::array<double, kLoadPoints>> theta;
 };
 
 // Hour of the week of slot k (0 = Monday 00:00 UTC).
 int hour_of_week(const PassContext& ctx, int k) { return ExpectedLoad::hour_of_week(ctx.base + ctx.slot * k); }
 
-// Marginal intensity of slot k: fill max(expected, planned) GPUs cleanest
-// region first; theta is the intensity of the region where the fill ends.
-double marginal_intensity(const PassContext& ctx, int k) {
+// Marginal intensity of slot k: fill max(expected x load_factor, planned)
+// GPUs cleanest region first; theta is the intensity of the region where
+// the fill ends.
+double marginal_intensity(const PassContext& ctx, int k, double load_factor) {
   const auto& ord = ctx.order[k];
   if (ord.empty()) return 0;
   double booked = 0;
   for (int ri : ord) booked += ctx.prepared[ri].used[k];
-  double load = std::max(ctx.expected[k], booked);
+  double load = std::max(ctx.expected[k] * load_factor, booked);
   double cum = 0;
   for (int ri : ord) {
     const auto& p = ctx.prepared[ri];
@@ -388,13 +394,18 @@ double marginal_intensity(const PassContext& ctx, int k) {
 void reprice(PassContext& ctx, int a, int b, bool force) {
   int first_changed = -1;
   for (int k = a; k < b; ++k) {
-    double t = marginal_intensity(ctx, k);
+    // The loads: expected x (1 + spread x {-1, -1/2, 0, 1/2, 1}).
+    std::array<double, kLoadPoints> t;
+    for (int q = 0; q < kLoadPoints; ++q)
+      t[q] = marginal_intensity(ctx, k, 1.0 + ctx.load_spread * (2.0 * q / (kLoadPoints - 1) - 1.0));
     if (!force && t == ctx.theta[k]) continue;
     ctx.theta[k] = t;
     if (first_changed < 0) first_changed = k;
     for (int ri : ctx.order[k]) {
       auto& p = ctx.prepared[ri];
-      p.score[k] = p.intensity[k] + ctx.price_weight * std::max(0.0, t - p.intensity[k]);
+      double price = 0;
+      for (double tq : t) price += std::max(0.0, tq - p.intensity[k]);
+      p.score[k] = p.intensity[k] + ctx.price_weight * price / kLoadPoints;
     }
   }
   if (first_changed < 0) return;
@@ -716,11 +727,16 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
                       " entries (need 168)");
   if (!(opt.capacity_price_weight >= 0) || !std::isfinite(opt.capacity_price_weight))
     throw CarbonError("placement: capacity_price_weight must be a finite number >= 0");
+  if (!(opt.capacity_price_load_spread >= 0 && opt.capacity_price_load_spread <= 1))
+    throw CarbonError("placement: capacity_price_load_spread must be in [0, 1]");
   ctx.priced = true;
   ctx.price_weight = opt.capacity_price_weight;
   ctx.expected.assign(static_cast<size_t>(ctx.n), 0);
   ctx.order.assign(static_cast<size_t>(ctx.n), {});
-  ctx.theta.assign(static_cast<size_t>(ctx.n), std::numeric_limits<double>::quiet_NaN());
+  ctx.load_spread = opt.capacity_price_load_spread;
+  std::array<double, kLoadPoints> unset;
+  unset.fill(std::numeric_limits<double>::quiet_NaN());
+  ctx.theta.assign(static_cast<size_t>(ctx.n), unset);
   for (int k = 0; k < ctx.n; ++k) {
     double total = 0;
     auto& ord = ctx.order[k];

@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
     cfg.replan_every = carbon::Hours{static_cast<long>(number("--replan-every-h", get("--replan-every-h", "0"), 0))};
     cfg.placement.prefer_earlier_within = number("--prefer-earlier", get("--prefer-earlier", "0.05"), 0);
     // Capacity pricing of the spatio-temporal policy (0 = off).
-    cfg.placement.capacity_price_weight = number("--capacity-price", get("--capacity-price", "0.75"), 0);
+    if (flags.count("--capacity-price"))
+      cfg.placement.capacity_price_weight = number("--capacity-price", flags["--capacity-price"], 0);
     cfg.learn_expected_load = cfg.placement.capacity_price_weight > 0;
     cfg.placement.max_lookahead = carbon::Hours{static_cast<long>(number("--lookahead-h", get("--lookahead-h", "192"), 24))};
 

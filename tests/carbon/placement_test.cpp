@@ -462,8 +462,10 @@ INSTANTIATE_TEST_SUITE_P(
                     {kClean, kDirty}, 4, {}, 24, 1.0, 0.75, "A", {{0, 4}}},
         PricingCase{"when every hour is equally busy the cleanest region still wins, now",
                     {kClean, kDirty}, 48, {}, 168, 1.0, 0.75, "A", {{0, 4}}},
-        PricingCase{"an expected load that the clean region alone can carry puts no price on it",
-                    {kClean, kDirty}, 48, {}, 24, 0.5, 0.75, "A", {{0, 4}}},
+        PricingCase{"an expected load that the clean region alone can carry, even 20 % more of it, puts no price on it",
+                    {kClean, kDirty}, 48, {}, 24, 0.4, 0.75, "A", {{0, 4}}},
+        PricingCase{"an expected load that just fills the clean region is priced by the chance that it overflows",
+                    {kClean, kDirty}, 48, {}, 24, 0.5, 0.75, "A", {{24, 28}}},
         PricingCase{"weight 0 turns capacity pricing off",
                     {kClean, kDirty}, 48, {}, 24, 1.0, 0.0, "A", {{0, 4}}},
         PricingCase{"planned load above the expectation makes busy hours expensive too",
@@ -523,6 +525,28 @@ TEST(Placement, ExpectedLoadProfileMustCoverTheWeek) {
   opt.expected_load_by_hour_of_week.assign(168, 0.5);
   opt.capacity_price_weight = -1;
   EXPECT_THROW(place(job, regions, CapacityLedger{}, kNow, opt), CarbonError);
+  opt.capacity_price_weight = 0.9;
+  for (double spread : {-0.1, 1.5, std::nan("")}) {
+    opt.capacity_price_load_spread = spread;
+    EXPECT_THROW(place(job, regions, CapacityLedger{}, kNow, opt), CarbonError) << spread;
+  }
+}
+
+TEST(Placement, WithNoLoadSpreadTheExpectedLoadAloneSetsThePrice) {
+  // Load 0.5 of 32 GPUs just fills the clean region: with no spread the
+  // next job's marginal region is the clean one itself (no price), so the
+  // job runs now; with the default band it may overflow, so it waits for
+  // the unpriced hours.
+  std::vector<Region> regions{make_region(kClean), make_region(kDirty)};
+  Job job{"j", 8, Hours{4}, kNow, kNow + Hours{48}, "A", {}, false};
+  PlacementOptions opt;
+  opt.max_lookahead = Hours{48};
+  opt.expected_load_by_hour_of_week.assign(168, 0.0);
+  for (int h = 0; h < 24; ++h) opt.expected_load_by_hour_of_week[h] = 0.5;
+  opt.capacity_price_load_spread = 0;
+  EXPECT_EQ(place(job, regions, CapacityLedger{}, kNow, opt).start, kNow);
+  opt.capacity_price_load_spread = 0.2;
+  EXPECT_EQ(place(job, regions, CapacityLedger{}, kNow, opt).start, kNow + Hours{24});
 }
 
 TEST(Placement, BadJobsAreInfeasibleWithAReason) {

@@ -32,8 +32,8 @@
 // the same cost, except that with capacity pricing on
 // (PlacementOptions::expected_load_by_hour_of_week non-empty) each hour's
 // intensity is replaced by intensity + capacity_price_weight *
-// max(0, theta - intensity), theta being that hour's marginal intensity (see
-// PlacementOptions). Near ties go to the earlier start: a candidate starting
+// E[max(0, theta - intensity)], theta being that hour's marginal intensity
+// over a band of loads (see PlacementOptions). Near ties go to the earlier start: a candidate starting
 // later wins only if its score is more than prefer_earlier_within (default
 // 5 %) below the earlier one's, and an earlier one wins while its score is
 // at most that fraction above; equal starts: the lower score, then region
@@ -138,11 +138,17 @@ struct PlacementOptions {
   // saw). For each slot, that load (or what is already planned, if more) is
   // filled cleanest region first; the forecast intensity of the region where
   // it ends is the slot's marginal intensity theta. Candidates are *ranked*
-  // by intensity + capacity_price_weight * max(0, theta - intensity): clean
-  // capacity in hours that will be busy is worth what the job that loses it
-  // would emit elsewhere. Grams reported are always the plain forecast ones.
+  // by intensity + capacity_price_weight * E[max(0, theta - intensity)]:
+  // clean capacity in hours that will be busy is worth what the job that
+  // loses it would emit elsewhere. The expectation is over the load's
+  // uncertainty: theta is taken at the expected load x (1 + s x {-1, -1/2,
+  // 0, 1/2, 1}), s = capacity_price_load_spread, and the five prices
+  // averaged (s = 0: the expected load alone), so a region just below the
+  // marginal one is priced by how likely it is to be needed, not all or
+  // nothing. Grams reported are always the plain forecast ones.
   std::vector<double> expected_load_by_hour_of_week;
-  double capacity_price_weight = 0.75;
+  double capacity_price_weight = 0.9;
+  double capacity_price_load_spread = 0.2;   // [0, 1]
   // Elastic and migratable jobs (Job::elastic()): their costs of change.
   // kSpatioTemporal only; the other policies place them at their gpus.
   ElasticCosts elastic;
