@@ -33,6 +33,18 @@ Job job(const std::string& id, int gpus, int hours, int slack_h, const std::stri
   return j;
 }
 
+// A plan made earlier: region A, hours [from, to) after kNow.
+Decision plan_in_a(int from, int to) {
+  Decision d;
+  d.feasible = true;
+  d.region = "A";
+  d.windows = {{kNow + Hours{from}, kNow + Hours{to}}};
+  d.start = d.windows[0].start;
+  d.end = d.windows[0].end;
+  d.deadline_met = true;
+  return d;
+}
+
 TEST(SchedulingPass, TwoJobsWantingTheSameCleanHourNeverShareItsCapacity) {
   std::vector<Region> rs{region("A", 8, 500, 3, 4, 50)};
   CapacityLedger ledger;
@@ -72,14 +84,8 @@ TEST(SchedulingPass, AReplannedJobThatNoLongerFitsAnewKeepsItsOldPlan) {
   CapacityLedger ledger;
   ledger.reserve("A", kNow, kNow + Hours{4}, 8);
   ledger.reserve("A", kNow + Hours{5}, kNow + Hours{48}, 8);
-  Decision old;
-  old.feasible = true;
-  old.region = "A";
-  old.windows = {{kNow + Hours{4}, kNow + Hours{5}}};
-  old.start = old.windows[0].start;
-  old.end = old.windows[0].end;
   Job j = job("r", 8, 1, 0);   // deadline: now + 1 h, unmeetable anew
-  auto out = schedule_pass({j}, {old}, rs, ledger, kNow, {}, Policy::kSpatioTemporal);
+  auto out = schedule_pass({j}, {plan_in_a(4, 5)}, rs, ledger, kNow, {}, Policy::kSpatioTemporal);
   ASSERT_EQ(out[0].outcome, PassOutcome::kKeptPrevious);
   EXPECT_EQ(out[0].decision.start, kNow + Hours{4});
   EXPECT_EQ(ledger.used("A", kNow + Hours{4}), 16 - 8);   // reserved again (was free)
@@ -93,17 +99,7 @@ TEST(SchedulingPass, AReplanNeverGivesAnEarlierDeadlinesJobTheHoursAnotherJobIsP
   std::vector<Region> rs{region("A", 8, 500, 2, 4, 100)};
   CapacityLedger ledger;
   ledger.reserve("A", kNow, kNow + Hours{1}, 8);
-  auto plan = [](int from, int to) {
-    Decision d;
-    d.feasible = true;
-    d.region = "A";
-    d.windows = {{kNow + Hours{from}, kNow + Hours{to}}};
-    d.start = d.windows[0].start;
-    d.end = d.windows[0].end;
-    d.deadline_met = true;
-    return d;
-  };
-  auto out = schedule_pass({job("a", 8, 2, 2), job("b", 8, 2, 3)}, {plan(1, 3), plan(3, 5)}, rs, ledger, kNow, {},
+  auto out = schedule_pass({job("a", 8, 2, 2), job("b", 8, 2, 3)}, {plan_in_a(1, 3), plan_in_a(3, 5)}, rs, ledger, kNow, {},
                            Policy::kSpatial);
   for (size_t i = 0; i < out.size(); ++i) {
     EXPECT_NE(out[i].outcome, PassOutcome::kFallback) << i;
@@ -120,13 +116,7 @@ TEST(SchedulingPass, AHeldPlanThatNoLongerFitsIsPlacedAnew) {
   std::vector<Region> rs{region("A", 8, 100)};
   CapacityLedger ledger;
   ledger.reserve("A", kNow + Hours{1}, kNow + Hours{2}, 8);
-  Decision old;
-  old.feasible = true;
-  old.region = "A";
-  old.windows = {{kNow + Hours{1}, kNow + Hours{3}}};
-  old.start = old.windows[0].start;
-  old.end = old.windows[0].end;
-  auto out = schedule_pass({job("r", 8, 2, 6)}, {old}, rs, ledger, kNow, {}, Policy::kSpatial);
+  auto out = schedule_pass({job("r", 8, 2, 6)}, {plan_in_a(1, 3)}, rs, ledger, kNow, {}, Policy::kSpatial);
   ASSERT_EQ(out[0].outcome, PassOutcome::kPlaced);
   EXPECT_GE(out[0].decision.start, kNow + Hours{2});
   for (int h = 0; h < 10; ++h) EXPECT_LE(ledger.used("A", kNow + Hours{h}), 8) << "hour " << h;
