@@ -283,10 +283,7 @@ PrepareResult prepare(const PrepareOptions& opt) {
   const bool bpe = opt.tokenizer == "bpe" || !opt.tokenizer_model.empty();
   if (opt.tokenizer == "byte" && !opt.tokenizer_model.empty())
     throw std::invalid_argument("--tokenizer-model: needs --tokenizer bpe (got --tokenizer byte)");
-  if (opt.tokenizer_model.empty() && bpe && (opt.vocab < kMinBpeVocab || opt.vocab > kMaxVocab))
-    throw std::invalid_argument("--vocab: must be in [" + std::to_string(kMinBpeVocab) + ", " +
-                                std::to_string(kMaxVocab) + "] (256 byte tokens + unk, bos, eos + pieces; the trainer's " +
-                                "model.vocab limit), got " + std::to_string(opt.vocab));
+  if (opt.tokenizer_model.empty() && bpe) check_bpe_vocab(opt.vocab);
   if (opt.shard_tokens < kSplitBlockTokens)
     throw std::invalid_argument("--shard-tokens: must be >= " + std::to_string(kSplitBlockTokens) + ", got " +
                                 std::to_string(opt.shard_tokens));

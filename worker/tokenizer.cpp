@@ -294,10 +294,15 @@ std::string file_sha256(const std::string& path) {
   return hex;
 }
 
+void check_bpe_vocab(int64_t vocab) {
+  if (vocab < kMinBpeVocab || vocab > kMaxVocab)
+    throw std::invalid_argument("--vocab: must be in [" + std::to_string(kMinBpeVocab) + ", " +
+                                std::to_string(kMaxVocab) + "] for a BPE tokenizer (256 byte tokens + unk, bos, eos + " +
+                                "pieces; the trainer's model.vocab limit), got " + std::to_string(vocab));
+}
+
 void train_bpe_tokenizer(std::string_view sample, const std::string& model_path, const BpeTrainOptions& opt) {
-  if (opt.vocab < kMinBpeVocab || opt.vocab > kMaxVocab)
-    throw std::invalid_argument("--vocab: must be in [" + std::to_string(kMinBpeVocab) + ", " + std::to_string(kMaxVocab) + "] for a BPE " +
-                                "tokenizer (256 byte tokens + unk, bos, eos + pieces), got " + std::to_string(opt.vocab));
+  check_bpe_vocab(opt.vocab);
   if (opt.threads < 1) throw std::invalid_argument("--threads: must be >= 1");
   std::unordered_map<std::string, std::string> args{
       {"model_type", "bpe"},

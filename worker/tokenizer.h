@@ -63,6 +63,9 @@ inline constexpr int64_t kMinBpeVocab = 260;  // 256 byte tokens + unk, bos, eos
 // The largest vocabulary the trainer takes (config model.vocab): prepare
 // refuses a tokenizer beyond it, rather than a worker hours later.
 inline constexpr int64_t kMaxVocab = 65536;
+// Throws std::invalid_argument naming --vocab unless vocab is in
+// [kMinBpeVocab, kMaxVocab]: the one check of prepare and the trainer.
+void check_bpe_vocab(int64_t vocab);
 // Trains on the lines of `sample` and writes `model_path` (temp name +
 // rename). The .model is a function of (sample, options) only. Throws
 // std::invalid_argument when the options are bad or the sample cannot
