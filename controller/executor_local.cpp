@@ -67,12 +67,17 @@ struct RankLaunch {
   const char* dir;
   char** argv;
   char** envp;
+  // Set by the child when it cannot start the worker (chdir or execve
+  // failed), before it exits. The child shares this memory until execve, and
+  // clone(CLONE_VFORK) returns only after the execve or the exit, so the
+  // parent reads it safely after spawn_rank (as glibc's posix_spawn does).
+  int exec_errno = 0;
 };
 
 // The child, on its own small stack in the parent's address space (until
 // execve): system calls only, no allocation, no locks.
 int rank_child(void* p) {
-  const RankLaunch& a = *static_cast<const RankLaunch*>(p);
+  RankLaunch& a = *static_cast<RankLaunch*>(p);
   // Handlers the parent installed would run in its memory: back to the
   // default before any signal is unblocked (execve resets them anyway).
   for (int sig = 1; sig < NSIG; ++sig) {
@@ -89,11 +94,15 @@ int rank_child(void* p) {
   if (devnull >= 0) ::dup2(devnull, 0);
   ::dup2(a.log_fd, 1);
   ::dup2(a.log_fd, 2);
-  if (::chdir(a.dir) != 0) ::_exit(126);
+  if (::chdir(a.dir) != 0) {
+    a.exec_errno = errno;
+    ::_exit(126);
+  }
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(a.argv[0], a.argv, a.envp);
+  a.exec_errno = errno;
   const char msg[] = "greenshard: cannot execute the worker\n";
   (void)!::write(2, msg, sizeof msg - 1);
   ::_exit(127);
@@ -105,6 +114,8 @@ int rank_child(void* p) {
 // copied its page tables and then made every thread copy-on-write fault
 // (with a TLB shootdown) on each page it next wrote: that took more time
 // than the scheduling itself under load. Returns the pid, or -1 (errno).
+// A child that could not execute the worker has exited by the time this
+// returns, with a.exec_errno set: the caller reaps it and fails the launch.
 pid_t spawn_rank(RankLaunch& a) {
   constexpr size_t kStack = 64 * 1024;
   std::unique_ptr<char[]> stack(new char[kStack]);
@@ -310,6 +321,12 @@ class LocalExecutor final : public Executor {
         throw std::runtime_error(std::string("clone: ") + std::strerror(err));
       }
       ::close(fd);
+      if (rl.exec_errno != 0) {
+        ::waitpid(pid, nullptr, 0);
+        kill_and_reap(g);
+        throw std::runtime_error("cannot execute the worker " + std::string(argv[0]) + ": " +
+                                 std::strerror(rl.exec_errno));
+      }
       if (g.pgid < 0) g.pgid = pid;
       ::setpgid(pid, g.pgid);
       g.ranks.push_back({pid});

@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -128,6 +130,15 @@ int main(int argc, char** argv) {
                      regions[i].name.c_str(), e.what());
       }
     }
+
+    // The slim controller image has no worker: say so at start, not only
+    // when the first job placed in a local region fails to launch.
+    std::string local_names;
+    for (const auto& r : regions)
+      if (r.executor == "local") local_names += (local_names.empty() ? "" : ", ") + r.name;
+    if (!local_names.empty() && ::access(worker.c_str(), X_OK) != 0)
+      std::fprintf(stderr, "greenshard-controller: warning: --worker %s: %s; jobs placed in local region(s) %s "
+                   "will fail to launch\n", worker.c_str(), std::strerror(errno), local_names.c_str());
 
     LocalExecutorOptions lo;
     lo.worker_path = worker;

@@ -11,6 +11,7 @@ PACKAGES=(
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
   libsentencepiece-dev sentencepiece python3-torch
   python3 bible-kjv clang curl chromium iproute2
+  mmdebstrap podman runc
 )
 # npm: Debian's, unless a Node.js with its own npm is installed already.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)

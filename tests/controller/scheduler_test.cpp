@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
+
 #include "fixture.h"
 #include "worker/config.h"  // kConfigErrorPrefix
 
@@ -125,6 +127,23 @@ TEST(ControllerScheduler, AConfigurationErrorFailsWithoutRestarts) {
   EXPECT_NE(j.failure_reason.find(": model.embd: must be >= 1 and divisible by model.heads"), std::string::npos)
       << j.failure_reason;
   EXPECT_EQ(j.failure_reason.find(greenshard::kConfigErrorPrefix), std::string::npos) << j.failure_reason;
+}
+
+TEST(ControllerScheduler, AWorkerThatCannotBeExecutedIsALaunchFailureNamingItAndNoRunningGang) {
+  // A controller image has no worker next to it: the gang must not be
+  // reported running while its ranks exit 127.
+  Controller c(opts());
+  std::filesystem::remove(c.dir.file("worker.sh"));
+  auto id = submit(c, job_spec("succeed", {{"max_restarts", 0}}));
+  ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kFailed; }));
+  Job j = *c.registry->get(id);
+  auto r = reasons(j);
+  EXPECT_EQ(std::count(r.begin(), r.end(), "GangRunning"), 0) << j.to_document().dump(1);
+  EXPECT_EQ(j.conditions().back().reason, "LaunchFailed");
+  EXPECT_NE(j.failure_reason.find("cannot execute the worker " + c.dir.file("worker.sh") +
+                                  ": No such file or directory"),
+            std::string::npos)
+      << j.failure_reason;
 }
 
 TEST(ControllerScheduler, RestartsStopAtMaxRestarts) {
