@@ -2,7 +2,10 @@
 # Long libFuzzer campaigns over the parsers of outside input
 # (tests/controller/fuzz.cmake lists the targets; docs/controller.md, "Fuzzing").
 #
-#   scripts/fuzz.sh [TARGET] [SECONDS]     # default: every target, 300 s each
+#   scripts/fuzz.sh [TARGET] [SECONDS] [EXECUTIONS]
+#                     # default: every target, 300 s each; with EXECUTIONS, a
+#                     # target also stops once it has run that many inputs
+#   scripts/fuzz.sh fuzz_carbon_csv 7200 10000000   # a 10 M campaign
 #
 # Each target is built with clang++ -fsanitize=fuzzer,address,undefined (as the
 # CTest entries build it), seeded from tests/controller/fuzz_corpus/ and run on
@@ -29,6 +32,10 @@ if [[ $# -ge 1 && $1 != all ]]; then
   TARGETS=("$1")
 fi
 [[ $# -ge 2 ]] && SECONDS_EACH=$2
+EXECS_EACH=0
+[[ $# -ge 3 ]] && EXECS_EACH=$3
+[[ $SECONDS_EACH =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: SECONDS: '$SECONDS_EACH' is not a positive integer" >&2; exit 2; }
+[[ $EXECS_EACH =~ ^[0-9]+$ ]] || { echo "fuzz.sh: EXECUTIONS: '$EXECS_EACH' is not a non-negative integer" >&2; exit 2; }
 BUILD=${BUILD:-$ROOT/build}
 FUZZ_DIR=${FUZZ_DIR:-$BUILD/fuzz-campaign}
 CLANGXX=${CLANGXX:-$(command -v clang++ || command -v clang++-16 || command -v clang++-15 || command -v clang++-14 || true)}
@@ -50,8 +57,13 @@ for t in "${TARGETS[@]}"; do
   while :; do
     left=$(( end - $(date +%s) ))
     (( left > 0 )) || break
+    runs=-1
+    if (( EXECS_EACH > 0 )); then
+      runs=$(( EXECS_EACH - execs ))
+      (( runs > 0 )) || break
+    fi
     rc=0
-    "$FUZZ_DIR/$t" -max_total_time="$left" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+    "$FUZZ_DIR/$t" -max_total_time="$left" -runs="$runs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
       -artifact_prefix="$FUZZ_DIR/artifacts/$t-" ${FUZZ_ARGS:-} "$FUZZ_DIR/$t-corpus" >>"$log.run" 2>&1 || rc=$?
     # Executions: the final stats, else (a crash) the last status line.
     n=$(grep -oE '^stat::number_of_executed_units: [0-9]+' "$log.run" | tail -1 | awk '{print $2}' || true)
@@ -64,7 +76,9 @@ for t in "${TARGETS[@]}"; do
     (( restarts <= 5 )) || break
   done
   total_crashes=$(( total_crashes + crashes ))
-  line=$(printf '%-26s %12d executions %3d crashes  (%d s; log %s)' "$t" "$execs" "$crashes" "$SECONDS_EACH" "$log")
+  took=$(( SECONDS_EACH - (end - $(date +%s)) ))
+  (( took <= SECONDS_EACH )) || took=$SECONDS_EACH
+  line=$(printf '%-26s %12d executions %3d crashes  (%d s; log %s)' "$t" "$execs" "$crashes" "$took" "$log")
   echo "$line"
   summary+=("$line")
 done
