@@ -63,6 +63,15 @@ struct GangStatus {
   nlohmann::json runtime;      // bookkeeping to persist (pgid, pids, k8s uid)
 };
 
+// adopt()'s inputs beside the runtime the executor returned.
+struct AdoptOptions {
+  std::chrono::milliseconds grace{30000};  // SIGTERM -> SIGKILL for a gang adopt() stops
+  // The scheduler had asked this gang to stop (Job::stop): its end,
+  // including its disappearance while the controller was down, is the stop
+  // done (kPreempted), not a lost gang.
+  bool stop_requested = false;
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -70,8 +79,7 @@ class Executor {
   virtual GangStatus start(const GangSpec& gang) = 0;
   virtual GangStatus poll(const std::string& job_id) = 0;
   virtual void stop(const std::string& job_id, std::chrono::milliseconds grace) = 0;
-  virtual bool adopt(const std::string& job_id, const nlohmann::json& runtime,
-                     std::chrono::milliseconds grace) = 0;
+  virtual bool adopt(const std::string& job_id, const nlohmann::json& runtime, const AdoptOptions& options) = 0;
   // Escalates overdue stops to SIGKILL and reaps stopped gangs; called once
   // per scheduler cycle.
   virtual void tick() = 0;

@@ -244,21 +244,21 @@ class KubernetesExecutor final : public Executor {
 
   // runtime: what start() and poll() returned ({"executor": "kubernetes",
   // "name", "uid", "namespace", "procs_per_node", "stop_requested"?}); the
-  // scheduler's own "suspending": true (it asked the gang to stop at the end
-  // of its window) counts as a stop request too. A gang whose stop was
+  // scheduler's own stop (AdoptOptions::stop_requested: it asked the gang to
+  // stop at the end of its window, or for a preemption) counts as a stop
+  // request too. A gang whose stop was
   // requested is watched again even when its Job is already gone: the next
   // poll() reports kPreempted (stopped as asked), not a lost gang. When the
   // API server cannot answer, the gang is watched again too (poll() decides
   // later): restarting it now could run it twice.
-  bool adopt(const std::string& id, const json& runtime, std::chrono::milliseconds) override {
+  bool adopt(const std::string& id, const json& runtime, const AdoptOptions& o) override {
     if (!runtime.is_object() || str(runtime, "executor") != "kubernetes") return false;
     Gang g;
     g.name = str(runtime, "name");
     if (g.name.empty()) return false;
     g.uid = str(runtime, "uid");
     g.procs_per_node = std::max(1, int_of(runtime, "procs_per_node", 1));
-    g.stop_requested = runtime.value("stop_requested", json(false)) == true ||
-                       runtime.value("suspending", json(false)) == true;
+    g.stop_requested = runtime.value("stop_requested", json(false)) == true || o.stop_requested;
     int code = 0;
     json job = get(job_path(g.name), &code);
     if (code == 404 && !g.stop_requested) return false;

@@ -32,8 +32,9 @@
 // deletes the Job on stop with propagationPolicy Foreground, so the Job
 // stays until its pods have checkpointed and ended. A stop the controller
 // requested makes the gang's end (Complete, or the Job gone) kPreempted,
-// never kFailed; the request is kept in the runtime ("stop_requested", or
-// the scheduler's "suspending") and survives adopt(), which then watches
+// never kFailed; the request is kept in the runtime ("stop_requested"; the
+// scheduler's own stop comes as AdoptOptions::stop_requested) and survives
+// adopt(), which then watches
 // the gang again even when its Job is already gone.
 //
 // Worker defaults (the chart's worker-defaults.yaml, read from the file named

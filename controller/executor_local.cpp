@@ -421,8 +421,7 @@ class LocalExecutor final : public Executor {
     fs::rename(tmp, dir + "/local-jobs.json", ec);
   }
 
-  bool adopt(const std::string& id, const nlohmann::json& runtime,
-             std::chrono::milliseconds grace) override {
+  bool adopt(const std::string& id, const nlohmann::json& runtime, const AdoptOptions& o) override {
     // Processes of a previous controller are not our children: we cannot
     // wait for them, so we let them checkpoint (SIGTERM), then make sure
     // they are gone, and the scheduler restarts the gang from checkpoint.
@@ -430,7 +429,7 @@ class LocalExecutor final : public Executor {
     pid_t pgid = runtime.value("pgid", -1);
     if (pgid <= 1 || !is_our_gang(pgid, id)) return false;
     ::kill(-pgid, SIGTERM);
-    auto deadline = SteadyClock::now() + grace;
+    auto deadline = SteadyClock::now() + o.grace;
     while (::kill(-pgid, 0) == 0 && SteadyClock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ::kill(-pgid, SIGKILL);

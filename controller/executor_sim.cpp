@@ -101,7 +101,7 @@ void SimExecutor::stop(const std::string& job_id, std::chrono::milliseconds) {
   g.runs.push_back({g.started_ms, now, g.region, g.nodes});
 }
 
-bool SimExecutor::adopt(const std::string&, const nlohmann::json&, std::chrono::milliseconds) { return false; }
+bool SimExecutor::adopt(const std::string&, const nlohmann::json&, const AdoptOptions&) { return false; }
 
 bool SimExecutor::gone(const std::string& job_id) {
   std::lock_guard<std::mutex> l(mu_);

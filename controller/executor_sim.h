@@ -58,7 +58,7 @@ class SimExecutor final : public Executor {
   GangStatus start(const GangSpec& gang) override;
   GangStatus poll(const std::string& job_id) override;
   void stop(const std::string& job_id, std::chrono::milliseconds grace) override;
-  bool adopt(const std::string& job_id, const nlohmann::json& runtime, std::chrono::milliseconds grace) override;
+  bool adopt(const std::string& job_id, const nlohmann::json& runtime, const AdoptOptions& options) override;
   void tick() override {}
   bool gone(const std::string& job_id) override;
   std::optional<std::string> logs(const std::string&, int, int64_t, int64_t) override { return std::nullopt; }

@@ -183,8 +183,20 @@ json Job::to_document() const {
          {"runtime", runtime}};
   if (!gang.region.empty())
     d["gang"] = {{"region", gang.region}, {"nodes", gang.nodes}, {"window", gang.window}};
+  if (stop.requested())
+    d["stop"] = {{"intent", to_string(stop.intent)}, {"message", stop.message}, {"preempted_by", stop.preempted_by}};
+  if (!waiting_reason.empty()) d["waiting_reason"] = waiting_reason;
   if (placement) d["placement"] = placement_json(*placement);
   return d;
+}
+
+std::string_view to_string(StopIntent i) {
+  switch (i) {
+    case StopIntent::kNone: return "";
+    case StopIntent::kWindowEnd: return "window_end";
+    case StopIntent::kPreempted: return "preempted";
+  }
+  return "";
 }
 
 Job Job::from_document(const json& d) {
@@ -212,6 +224,28 @@ Job Job::from_document(const json& d) {
     j.worker_token = d.value("worker_token", "");
     j.next_attempt_ms = d.value("next_attempt_ms", int64_t{0});
     j.runtime = d.value("runtime", json::object());
+    if (d.contains("stop")) {
+      const json& s = d["stop"];
+      const std::string intent = s.at("intent").get<std::string>();
+      if (intent == to_string(StopIntent::kWindowEnd)) j.stop.intent = StopIntent::kWindowEnd;
+      else if (intent == to_string(StopIntent::kPreempted)) j.stop.intent = StopIntent::kPreempted;
+      else throw std::runtime_error("stop.intent: unknown '" + intent + "'");
+      j.stop.message = s.value("message", "");
+      j.stop.preempted_by = s.value("preempted_by", "");
+    }
+    j.waiting_reason = d.value("waiting_reason", "");
+    // Stores written before these were typed kept them in the runtime blob
+    // ("suspending", "suspend_message", "preempted_by", "deferred"): carried
+    // over, so a stop asked before an upgrade still means what it meant.
+    if (j.runtime.is_object()) {
+      if (j.runtime.value("suspending", json(false)) == true && !j.stop.requested()) {
+        j.stop.preempted_by = j.runtime.value("preempted_by", "");
+        j.stop.intent = j.stop.preempted_by.empty() ? StopIntent::kWindowEnd : StopIntent::kPreempted;
+        j.stop.message = j.runtime.value("suspend_message", "");
+      }
+      if (j.waiting_reason.empty()) j.waiting_reason = j.runtime.value("deferred", "");
+      for (const char* legacy : {"suspending", "suspend_message", "preempted_by", "deferred"}) j.runtime.erase(legacy);
+    }
     if (d.contains("gang")) {
       const json& g = d["gang"];
       j.gang = {g.at("region").get<std::string>(), g.at("nodes").get<int>(), g.at("window").get<int>()};
@@ -327,7 +361,7 @@ json job_view(const Job& job) {
                    {"eta_s", pr.eta_s},         {"message", pr.message}};
   // Why a PENDING job waits, as the scheduler last recorded it.
   v["waiting"] = nullptr;
-  const std::string why = job.runtime.is_object() ? job.runtime.value("deferred", std::string()) : std::string();
+  const std::string& why = job.waiting_reason;
   if (job.state() == JobState::kPending && !why.empty()) {
     const std::string quota = "QuotaExceeded: ";
     const bool over = why.rfind(quota, 0) == 0;

@@ -123,6 +123,19 @@ struct GangPlace {
   bool operator==(const GangPlace&) const = default;
 };
 
+// A stop the scheduler asked of a job's running gang, kept until the gang is
+// down: what the gang's end then means (SUSPENDED at a window's end, or back
+// to PENDING for the job it was preempted for) and the condition to record.
+enum class StopIntent { kNone, kWindowEnd, kPreempted };
+std::string_view to_string(StopIntent i);  // "" | "window_end" | "preempted"
+struct StopRequest {
+  StopIntent intent = StopIntent::kNone;
+  std::string message;       // the condition's message once the gang is down
+  std::string preempted_by;  // kPreempted: the waiting job it makes room for
+  bool requested() const { return intent != StopIntent::kNone; }
+  bool operator==(const StopRequest&) const = default;
+};
+
 // What the worker last pushed (docs/worker-controller.md "Status push").
 struct Progress {
   std::string state;
@@ -162,7 +175,9 @@ class Job {
   std::string worker_token;        // per-job token for the status push
   int64_t next_attempt_ms = 0;     // RECOVERING: earliest restart (backoff)
   GangPlace gang;                  // the current (or last) gang's region and width
-  nlohmann::json runtime = nlohmann::json::object();  // executor bookkeeping
+  StopRequest stop;                // the scheduler's stop of the running gang (none: not stopping)
+  std::string waiting_reason;      // PENDING: why it waits, as last recorded ("" = not deferred)
+  nlohmann::json runtime = nlohmann::json::object();  // the executor's bookkeeping, opaque here
 
   // Whole-job document for the store (everything, including the state).
   nlohmann::json to_document() const;

@@ -182,7 +182,7 @@ void Scheduler::recover() {
   for (const Job& j : registry_.live_jobs(0)) {
     if (j.state() != JobState::kStarting && j.state() != JobState::kRunning) continue;
     Executor* ex = j.placement ? executor_for(gang_region(j)) : nullptr;
-    if (ex && ex->adopt(j.id(), j.runtime, opt_.stop_grace)) continue;
+    if (ex && ex->adopt(j.id(), j.runtime, AdoptOptions{opt_.stop_grace, j.stop.requested()})) continue;
     changes[j.id()] = [now](Job& job) {
       if (!job.transition(JobState::kRecovering, "ControllerRestarted",
                           "the controller restarted; the gang restarts from its newest checkpoint",
@@ -257,7 +257,7 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
     Executor* ex = j.placement ? executor_for(gang_region(j)) : nullptr;
     if (!ex) continue;
     GangStatus st = ex->poll(j.id());
-    const bool suspending = j.runtime.value("suspending", false);
+    const bool suspending = j.stop.requested();
     switch (st.phase) {
       case GangPhase::kStarting:
         break;
@@ -300,13 +300,12 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
             rep.suspended++;
             changes[j.id()] = [now, after, msg](Job& job) {
               take_summary(job, after.summary);
-              job.runtime["suspending"] = false;
+              job.stop = {};
               return job.transition(JobState::kSuspended, "WindowClosed", msg, now);
             };
           } else {
             changes[j.id()] = [msg](Job& job) {
-              job.runtime["suspending"] = true;
-              job.runtime["suspend_message"] = msg;
+              job.stop = {StopIntent::kWindowEnd, msg, ""};
               return true;
             };
           }
@@ -321,16 +320,14 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
         };
         break;
       case GangPhase::kPreempted:
-        if (suspending && j.runtime.contains("preempted_by")) {
+        if (j.stop.intent == StopIntent::kPreempted) {
           // Stopped for a higher-priority job: back in line, to resume from
           // the checkpoint it just wrote once placed again.
           rep.requeued++;
           changes[j.id()] = [now, st](Job& job) {
             take_summary(job, st.summary);
-            const std::string msg = job.runtime.value("suspend_message", std::string("preempted"));
-            job.runtime.erase("suspending");
-            job.runtime.erase("suspend_message");
-            job.runtime.erase("preempted_by");
+            const std::string msg = job.stop.message.empty() ? std::string("preempted") : job.stop.message;
+            job.stop = {};
             return job.transition(JobState::kPending, "Preempted", msg, now);
           };
           break;
@@ -339,10 +336,10 @@ void Scheduler::observe(std::vector<Job>& jobs, CycleReport& rep) {
           rep.suspended++;
           changes[j.id()] = [now, st](Job& job) {
             take_summary(job, st.summary);
-            const std::string msg = job.runtime.value(
-                "suspend_message", std::string("checkpointed at the end of its carbon window; resumes in the next"));
-            job.runtime["suspending"] = false;
-            job.runtime.erase("suspend_message");
+            const std::string msg = job.stop.message.empty()
+                                        ? std::string("checkpointed at the end of its carbon window; resumes in the next")
+                                        : job.stop.message;
+            job.stop = {};
             return job.transition(JobState::kSuspended, "WindowClosed", msg, now);
           };
           break;
@@ -414,13 +411,13 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   // A PENDING job that waits: counted every cycle, recorded once per reason.
   auto defer = [&](const Job& j, DecisionRecord rec, const std::string& why) {
     rep.deferred++;
-    if (j.runtime.value("deferred", "") == why) return;
+    if (j.waiting_reason == why) return;
     rec.outcome = "deferred";
     rec.explanation = why;
     decisions.push_back(rec);
     if (metrics_) metrics_->decision(policy, "deferred");
     changes[j.id()] = [why](Job& job) {
-      job.runtime["deferred"] = why;
+      job.waiting_reason = why;
       return true;
     };
   };
@@ -721,7 +718,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       if (metrics_) metrics_->decision(pv.policy, rec.outcome);
       changes[j.id()] = [now, pv, was_scheduled](Job& job) {
         job.placement = pv;
-        job.runtime.erase("deferred");
+        job.waiting_reason.clear();
         if (was_scheduled) return job.state() == JobState::kScheduled;
         return job.transition(JobState::kScheduled, "Placed", pv.explanation, now);
       };
@@ -791,8 +788,8 @@ void Scheduler::preempt(std::vector<Job>& jobs, const std::vector<Waiting>& wait
   std::set<std::string> served;
   for (const Job& v : jobs) {
     if (!is_active(v.state())) continue;
-    const std::string by = v.runtime.value("preempted_by", "");
-    if (by.empty()) continue;
+    const std::string& by = v.stop.preempted_by;
+    if (v.stop.intent != StopIntent::kPreempted || by.empty()) continue;
     taken.insert(v.id());
     served.insert(by);
   }
@@ -817,7 +814,7 @@ void Scheduler::preempt(std::vector<Job>& jobs, const std::vector<Waiting>& wait
       for (const Job& v : jobs) {
         if (v.state() != JobState::kRunning || taken.count(v.id()) || !v.placement) continue;
         if (!v.spec().interruptible || v.spec().priority >= p.spec().priority) continue;
-        if (gang_region(v) != region || v.runtime.value("suspending", false)) continue;
+        if (gang_region(v) != region || v.stop.requested()) continue;
         if (w->quota && v.tenant() != p.tenant()) continue;  // a quota wait preempts only its own tenant
         candidates.push_back(&v);
       }
@@ -848,9 +845,7 @@ void Scheduler::preempt(std::vector<Job>& jobs, const std::vector<Waiting>& wait
         if (metrics_) metrics_->preempted(v->tenant(), region);
         changes[v->id()] = [msg, by = p.id()](Job& job) {
           if (job.state() != JobState::kRunning) return false;
-          job.runtime["suspending"] = true;
-          job.runtime["suspend_message"] = msg;
-          job.runtime["preempted_by"] = by;
+          job.stop = {StopIntent::kPreempted, msg, by};
           return true;
         };
       }
@@ -927,6 +922,7 @@ bool Scheduler::start_gang(const Job& job, size_t window, RegionSnapshot* region
     rep.started++;
     auto after = registry_.update(job.id(), kAllTenants, [&](Job& j) {
       j.runtime = st.runtime;
+      j.stop = {};  // a new gang: no stop asked of it yet
       return j.transition(JobState::kRunning, "GangRunning", "every rank is running",
                           clock_.now_ms());
     });

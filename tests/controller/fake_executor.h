@@ -17,7 +17,7 @@
 //     the next start(); after_stop(std::nullopt) makes a stopped gang keep
 //     following its script instead. gone() is true after stop() (and for a
 //     job this executor does not know), false while a gang runs.
-//   - adopt(job_id, runtime, grace) records the call and returns the answer
+//   - adopt(job_id, runtime, options) records the call and returns the answer
 //     set by adopt_answer(job_id, bool) (default true: still alive, now
 //     watched again).
 //   - tick() is counted; logs() is always nullopt; kind() is "fake" unless
@@ -84,7 +84,12 @@ class FakeExecutor final : public controller::Executor {
     std::lock_guard<std::mutex> l(mu_);
     return stops_;
   }
-  std::vector<std::pair<std::string, nlohmann::json>> adopts() const {
+  struct Adopt {
+    std::string job_id;
+    nlohmann::json runtime;
+    bool stop_requested = false;
+  };
+  std::vector<Adopt> adopts() const {
     std::lock_guard<std::mutex> l(mu_);
     return adopts_;
   }
@@ -135,9 +140,9 @@ class FakeExecutor final : public controller::Executor {
     stopped_.insert(job_id);
   }
 
-  bool adopt(const std::string& job_id, const nlohmann::json& runtime, std::chrono::milliseconds) override {
+  bool adopt(const std::string& job_id, const nlohmann::json& runtime, const controller::AdoptOptions& o) override {
     std::lock_guard<std::mutex> l(mu_);
-    adopts_.push_back({job_id, runtime});
+    adopts_.push_back({job_id, runtime, o.stop_requested});
     auto it = adopt_answers_.find(job_id);
     const bool alive = it == adopt_answers_.end() || it->second;
     if (alive) known_.insert(job_id);
@@ -166,7 +171,7 @@ class FakeExecutor final : public controller::Executor {
   std::optional<controller::GangStatus> after_stop_;
   std::vector<controller::GangSpec> starts_;
   std::vector<std::pair<std::string, std::chrono::milliseconds>> stops_;
-  std::vector<std::pair<std::string, nlohmann::json>> adopts_;
+  std::vector<Adopt> adopts_;
   std::map<std::string, int> polls_;
   int ticks_ = 0;
 };

@@ -72,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::json rt = {{"executor", "kubernetes"}, {"name", "gs-j1-1"}, {"uid", (data[0] & 8) ? "u-1" : ""},
                        {"namespace", "training"}, {"procs_per_node", 1 + (data[1] >> 6)}};
   if (data[0] & 4) rt["stop_requested"] = true;
-  if (!ex->adopt("j1", rt, std::chrono::milliseconds(1000))) return 0;
+  if (!ex->adopt("j1", rt, controller::AdoptOptions{std::chrono::milliseconds(1000), (data[0] & 64) != 0})) return 0;
   (void)ex->poll("j1");
   if (data[0] & 16) (void)ex->logs("j1", data[1] & 7, 0, 64);
   if (data[0] & 32) (void)ex->gone("j1");

@@ -93,9 +93,33 @@ TEST(ControllerJob, DocumentRoundTripKeepsEverything) {
   j.recovery_count = 2;
   j.failure_reason = "rank 1 died";
   j.runtime = {{"pgid", 123}};
+  j.stop = {StopIntent::kPreempted, "preempted by jb", "jb"};
+  j.waiting_reason = "waiting for capacity";
   Job k = Job::from_document(j.to_document());
   EXPECT_EQ(k.to_document(), j.to_document());
   EXPECT_EQ(k.state(), JobState::kRecovering);
+  EXPECT_EQ(k.stop, j.stop);
+  EXPECT_EQ(k.waiting_reason, j.waiting_reason);
+}
+
+TEST(ControllerJob, StopAndWaitingStateStoredInTheRuntimeByEarlierVersionsIsCarriedOver) {
+  // Before they were typed, the scheduler kept these in the executor's blob.
+  auto d = job_in(JobState::kRunning).to_document();
+  d["runtime"] = {{"pgid", 7}, {"suspending", true}, {"suspend_message", "preempted by jb"},
+                  {"preempted_by", "jb"}, {"deferred", "waiting for capacity"}};
+  Job k = Job::from_document(d);
+  EXPECT_EQ(k.stop, (StopRequest{StopIntent::kPreempted, "preempted by jb", "jb"}));
+  EXPECT_EQ(k.waiting_reason, "waiting for capacity");
+  EXPECT_EQ(k.runtime, nlohmann::json({{"pgid", 7}}));
+  // A window-end stop had no preempted_by; a finished stop was "suspending": false.
+  d["runtime"] = {{"suspending", true}, {"suspend_message", "checkpointed at the end of its window"}};
+  EXPECT_EQ(Job::from_document(d).stop,
+            (StopRequest{StopIntent::kWindowEnd, "checkpointed at the end of its window", ""}));
+  d["runtime"] = {{"suspending", false}};
+  EXPECT_FALSE(Job::from_document(d).stop.requested());
+  d["runtime"] = nlohmann::json::object();
+  d["stop"] = {{"intent", "exploded"}};
+  EXPECT_THROW(Job::from_document(d), std::runtime_error);
 }
 
 TEST(ControllerJob, ADocumentWithAnUnknownStateIsRefused) {

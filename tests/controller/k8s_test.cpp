@@ -777,7 +777,7 @@ TEST(ControllerKubeExecutor, ARestartedControllerAdoptsARunningJob) {
     runtime = ex->start(gang(2, 2, 0, 1)).runtime;
   }
   auto ex = make_kubernetes_executor(cluster(api.port));
-  EXPECT_TRUE(ex->adopt("jabc123def456ghi", runtime, std::chrono::seconds(1)));
+  EXPECT_TRUE(ex->adopt("jabc123def456ghi", runtime, AdoptOptions{std::chrono::seconds(1)}));
   api.set_status("gs-jabc123def456ghi-1", {{"active", 2}});
   EXPECT_EQ(ex->poll("jabc123def456ghi").phase, GangPhase::kRunning);
   // Rank 3 runs on node 1 (two processes per node).
@@ -790,7 +790,7 @@ TEST(ControllerKubeExecutor, ARestartedControllerAdoptsARunningJob) {
     EXPECT_EQ(api.selectors.back(), "job-name=gs-jabc123def456ghi-1,batch.kubernetes.io/job-completion-index=1");
   }
   // (Not under api.mu: the fake server's handlers take it.)
-  EXPECT_FALSE(ex->adopt("jother", {{"executor", "kubernetes"}, {"name", "gs-jother-0"}}, std::chrono::seconds(1)));
+  EXPECT_FALSE(ex->adopt("jother", {{"executor", "kubernetes"}, {"name", "gs-jother-0"}}, AdoptOptions{std::chrono::seconds(1)}));
 }
 
 TEST(ControllerKubeExecutor, AWrongTokenIsALaunchFailureNamingTheStatus) {
@@ -968,7 +968,7 @@ TEST(ControllerKubeExecutor, APreemptedKubernetesGangIsNotSucceeded) {
   api.set_pods(json::array({pod(0, 0), pod(1, 0)}));
   api.set_status(kName, kComplete);
   auto ex = make_kubernetes_executor(cluster(api.port));
-  ASSERT_TRUE(ex->adopt(kId, runtime, std::chrono::seconds(30)));
+  ASSERT_TRUE(ex->adopt(kId, runtime, AdoptOptions{std::chrono::seconds(30)}));
   GangStatus st = ex->poll(kId);
   EXPECT_EQ(to_string(st.phase), "preempted") << st.message;
   EXPECT_NE(st.message.find("stopped as asked"), std::string::npos) << st.message;
@@ -983,15 +983,13 @@ TEST(ControllerKubeExecutor, AStopRequestedBeforeAControllerRestartIsStillAStopW
     ex->stop(kId, std::chrono::seconds(30));
   }
   api.collect(kName);  // the pods checkpointed and the Job went while the controller was down
-  // What the scheduler persisted when it asked the gang to stop.
-  runtime["suspending"] = true;
+  // The scheduler had asked the gang to stop (Job::stop, persisted with the job).
   auto ex = make_kubernetes_executor(cluster(api.port));
-  ASSERT_TRUE(ex->adopt(kId, runtime, std::chrono::seconds(30)));
+  ASSERT_TRUE(ex->adopt(kId, runtime, AdoptOptions{std::chrono::seconds(30), /*stop_requested=*/true}));
   GangStatus st = ex->poll(kId);
   EXPECT_EQ(to_string(st.phase), "preempted") << st.message;
   // Without the request the same disappearance is a lost gang.
-  runtime.erase("suspending");
-  EXPECT_FALSE(make_kubernetes_executor(cluster(api.port))->adopt(kId, runtime, std::chrono::seconds(30)));
+  EXPECT_FALSE(make_kubernetes_executor(cluster(api.port))->adopt(kId, runtime, AdoptOptions{std::chrono::seconds(30)}));
 }
 
 TEST(ControllerKubeExecutor, AdoptingAStopRequestedGangRepeatsItsDelete) {
@@ -999,7 +997,7 @@ TEST(ControllerKubeExecutor, AdoptingAStopRequestedGangRepeatsItsDelete) {
   json runtime = make_kubernetes_executor(cluster(api.port))->start(gang(1, 1, 0)).runtime;
   runtime["stop_requested"] = true;  // the controller died before its DELETE got through
   auto ex = make_kubernetes_executor(cluster(api.port));
-  ASSERT_TRUE(ex->adopt(kId, runtime, std::chrono::seconds(30)));
+  ASSERT_TRUE(ex->adopt(kId, runtime, AdoptOptions{std::chrono::seconds(30)}));
   std::lock_guard<std::mutex> l(api.mu);
   ASSERT_EQ(api.requests.back().first, "DELETE job");
   EXPECT_EQ(api.requests.back().second["propagationPolicy"], "Foreground");

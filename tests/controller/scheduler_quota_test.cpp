@@ -141,7 +141,7 @@ TEST_P(QuotaTable, Outcome) {
   const Job in = job(id);
   EXPECT_EQ(to_string(in.state()), c.incoming_state) << in.to_document().dump(1);
   if (!c.incoming_why.empty()) {
-    const std::string why = in.runtime.value("deferred", "");
+    const std::string& why = in.waiting_reason;
     EXPECT_EQ(why.rfind(c.incoming_why, 0), 0u) << "deferred: " << why;
     // The API says so too (GET /v1/jobs/{id}: "waiting").
     const nlohmann::json w = job_view(in).at("waiting");
@@ -177,6 +177,46 @@ TEST_P(QuotaTable, Outcome) {
 }
 
 INSTANTIATE_TEST_SUITE_P(QuotaAndPreemption, QuotaTable, ::testing::ValuesIn(quota_cases()), name_of);
+
+// The stop a preemption asks is the job's typed state (Job::stop), stored
+// with it: a controller that restarts before the gang is down adopts the
+// gang as one asked to stop, and its end still puts the job back in line.
+TEST_F(QuotaTable, AControllerRestartedMidPreemptionAdoptsTheVictimAsAskedToStop) {
+  const QuotaCase c{"restart mid-preemption", 1, "", {B0i}, A5, "RUNNING", "", {"PENDING"}};
+  open(c);
+  const std::string victim = submit(B0i);
+  sched->cycle();
+  sched->cycle();
+  ASSERT_EQ(to_string(job(victim).state()), "RUNNING");
+  const std::string id = submit(A5);
+  fake.after_stop(std::nullopt);  // the victim checkpoints slowly: still running when the controller restarts
+  for (int k = 0; k < 4 && !job(victim).stop.requested(); ++k) sched->cycle();
+  const Job asked = job(victim);
+  ASSERT_EQ(asked.stop.intent, StopIntent::kPreempted) << asked.to_document().dump(1);
+  EXPECT_EQ(asked.stop.preempted_by, id);
+  EXPECT_FALSE(asked.runtime.contains("suspending")) << "typed state, not the executor's blob";
+
+  // The restart: a new store handle, registry and scheduler on the same file.
+  sched.reset();
+  registry.reset();
+  store = std::make_unique<Store>(dir.file("c.db"));
+  registry = std::make_unique<Registry>(*store, clock);
+  registry->load();
+  EXPECT_EQ(job(victim).stop, asked.stop);
+  sched = std::make_unique<Scheduler>(*registry, clock, regions, std::map<std::string, Executor*>{{"DE", &fake}},
+                                      &metrics, SchedulerOptions{});
+  sched->recover();
+  const auto adopts = fake.adopts();
+  ASSERT_EQ(adopts.size(), 1u);
+  EXPECT_EQ(adopts[0].job_id, victim);
+  EXPECT_TRUE(adopts[0].stop_requested);
+  fake.after_stop(FakeExecutor::status(GangPhase::kPreempted, "stopped as asked"));
+  for (int k = 0; k < 4 && to_string(job(id).state()) != "RUNNING"; ++k) sched->cycle();
+  EXPECT_EQ(to_string(job(victim).state()), "PENDING");
+  EXPECT_EQ(job(victim).conditions().back().reason, "Preempted");
+  EXPECT_FALSE(job(victim).stop.requested());
+  EXPECT_EQ(to_string(job(id).state()), "RUNNING");
+}
 
 TEST(QuotaMetrics, UsageAndQuotaPerTenantAndRegion) {
   gstest::TempDir dir;
