@@ -132,7 +132,11 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
       size_t nparams = 0;
       auto ls = next("unit");
       ls >> mu.name >> mu.numel >> mu.padded >> mu.shard >> nparams;
-      if (!ls || mu.shard < 0 || mu.padded != mu.shard * m.group_size || mu.numel > mu.padded || nparams > 1000000)
+      // A shard of at most 2^40 elements keeps every product and sum below
+      // (padded, data bytes, part offsets: <= 2^20 ranks, <= 100000 units)
+      // far from int64 overflow; a real one is many orders smaller.
+      if (!ls || mu.shard < 0 || mu.shard > kMaxShardElements || mu.padded != mu.shard * m.group_size ||
+          mu.numel < 0 || mu.numel > mu.padded || nparams > 1000000)
         fail("bad unit line");
       for (size_t p = 0; p < nparams; ++p) {
         auto ps = next("param");

@@ -13,6 +13,7 @@ namespace shard {
 constexpr int kCheckpointFormatVersion = 4;
 constexpr int kOldestReadableCheckpointVersion = 2;
 constexpr int kCheckpointParts = 3;  // per unit: master, exp_avg, exp_avg_sq (fp32)
+constexpr int64_t kMaxShardElements = int64_t{1} << 40;  // per unit and rank; parse_manifest refuses more
 constexpr char kShardMagic[8] = {'G', 'S', 'C', 'K', 'P', 'T', '0', '1'};
 // v4: CRC-32C per fixed-size chunk of each shard file (chunk i covers bytes
 // [i * chunk_bytes, (i + 1) * chunk_bytes)), kept in rank_<r>.crc.
