@@ -244,6 +244,64 @@ TEST(TokenDataset, ABadShardOrAnotherTokenizerIsAnErrorNamingTheFile) {
   expect_error_naming(dir.file("missing.bin"), dir.file("missing.bin"), "cannot open");
 }
 
+// A SentencePiece BPE model (protobuf ModelProto, as sentencepiece_model.proto
+// lays it out) with `pieces` pieces: <unk>, <s>, </s> and numbered normal
+// pieces. Hand-built, because training one of more than 65,536 pieces takes
+// far too long for a test; libsentencepiece loads it like a trained one.
+std::string sentencepiece_model(int pieces) {
+  auto varint = [](std::string& out, uint64_t v) {
+    for (; v >= 0x80; v >>= 7) out += static_cast<char>((v & 0x7F) | 0x80);
+    out += static_cast<char>(v);
+  };
+  auto bytes_field = [&](std::string& out, int field, const std::string& b) {
+    varint(out, (uint64_t(field) << 3) | 2);
+    varint(out, b.size());
+    out += b;
+  };
+  auto enum_field = [&](std::string& out, int field, uint64_t v) {
+    varint(out, uint64_t(field) << 3);
+    varint(out, v);
+  };
+  std::string model;
+  for (int i = 0; i < pieces; ++i) {
+    std::string piece;
+    const std::string text = i == 0 ? "<unk>" : i == 1 ? "<s>" : i == 2 ? "</s>" : "p" + std::to_string(i);
+    bytes_field(piece, 1, text);                   // piece
+    varint(piece, (2 << 3) | 5);                   // score (float)
+    const float score = -static_cast<float>(i);
+    piece.append(reinterpret_cast<const char*>(&score), 4);
+    enum_field(piece, 3, i == 0 ? 2 : i < 3 ? 3 : 1);  // type: UNKNOWN, CONTROL, NORMAL
+    bytes_field(model, 1, piece);                  // ModelProto.pieces
+  }
+  std::string trainer;
+  enum_field(trainer, 3, 2);                       // model_type: BPE
+  enum_field(trainer, 4, static_cast<uint64_t>(pieces));  // vocab_size
+  bytes_field(model, 2, trainer);                  // ModelProto.trainer_spec
+  std::string normalizer;
+  bytes_field(normalizer, 1, "identity");          // name
+  bytes_field(model, 3, normalizer);               // ModelProto.normalizer_spec
+  return model;
+}
+
+TEST(Prepare, AHandBuiltModelLoadsAndOneLargerThanTheTrainerTakesIsRefused) {
+  gstest::TempDir dir;
+  write_file(dir.file("ok.txt"), generated_text(2000, 1));
+  // The builder is right: a model of 65,536 pieces (the limit) is taken.
+  write_file(dir.file("max.model"), sentencepiece_model(greenshard::kMaxVocab));
+  const auto ok = prepare({"--input", dir.file("ok.txt"), "--out", dir.file("o1"), "--val-fraction", "0",
+                           "--tokenizer-model", dir.file("max.model")});
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("vocabulary 65536"), std::string::npos) << ok.output;
+  // One piece more: refused at the edge, before any token file is written.
+  write_file(dir.file("big.model"), sentencepiece_model(greenshard::kMaxVocab + 1));
+  const auto big = prepare({"--input", dir.file("ok.txt"), "--out", dir.file("o2"), "--tokenizer-model", dir.file("big.model")});
+  EXPECT_EQ(big.exit_code, 2) << big.output;
+  EXPECT_NE(big.output.find("--tokenizer-model: its vocabulary of 65537 is larger than the trainer takes (model.vocab <= 65536)"),
+            std::string::npos)
+      << big.output;
+  EXPECT_FALSE(fs::exists(dir.file("o2"))) << "nothing written for a refused model";
+}
+
 // ---- bad input: exit 2, one line naming the flag or the file -------------
 
 struct BadCase {
