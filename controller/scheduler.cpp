@@ -579,9 +579,8 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       for (const auto& name : in_quota) quota.add(j.tenant(), name, s.elastic() ? widest : s.nodes);
       now_ok = in_quota;
       carbon::Job c;
-      char id[32];
-      std::snprintf(id, sizeof id, "%012lld", static_cast<long long>(j.seq));
-      c.id = id;
+      c.id = j.id();
+      c.seq = j.seq;  // ties in a pass: submission order
       c.gpus = s.nodes;
       c.duration = carbon::Seconds{std::max<int64_t>(1, std::llround(s.duration_s))};
       c.submit = to_time(j.created_ms());
@@ -662,10 +661,6 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         r.decision.reason = "no room now in any allowed region";
         r.outcome = carbon::PassOutcome::kUnplaced;
       }
-      // carbon/ saw the sequence number as the id (for its tie order): the
-      // explanation names the job by its own id.
-      if (const std::string seq_name = "Job " + cjobs[i].id; r.decision.explanation.rfind(seq_name, 0) == 0)
-        r.decision.explanation.replace(0, seq_name.size(), "Job " + j.id());
       const bool was_scheduled = j.state() == JobState::kScheduled;
       DecisionRecord rec{cyc, j.id(), now, "", r.decision.region, policy, r.decision.explanation};
       if (r.outcome == carbon::PassOutcome::kUnplaced) {

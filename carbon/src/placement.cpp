@@ -804,6 +804,7 @@ std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<
     if (x.deadline != y.deadline) return x.deadline < y.deadline;
     double gx = x.gpus * static_cast<double>(x.duration.count()), gy = y.gpus * static_cast<double>(y.duration.count());
     if (gx != gy) return gx > gy;
+    if (x.seq != y.seq) return x.seq < y.seq;
     return x.id < y.id;
   });
   std::vector<Decision> out(jobs.size());

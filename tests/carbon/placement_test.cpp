@@ -386,6 +386,26 @@ TEST(Placement, PassCommitsCapacitySoJobsDoNotCollide) {
   EXPECT_EQ(ledger.used("C", kNow + Hours{4}), 0);
 }
 
+TEST(Placement, APassBreaksTiesBySubmissionOrderThenById) {
+  // Room for one 8-GPU job in the clean region; two alike jobs want it.
+  std::vector<Region> regions{make_region({"A", 64, 300, {}}), make_region({"B", 8, 10, {}})};
+  Job first{"zz-submitted-first", 8, Hours{4}, kNow, kNow + Hours{4}, "A", {}, false};
+  Job second{"aa-submitted-second", 8, Hours{4}, kNow, kNow + Hours{4}, "A", {}, false};
+  first.seq = 1;
+  second.seq = 2;
+  CapacityLedger ledger;
+  auto d = place_all({second, first}, regions, ledger, kNow);
+  EXPECT_EQ(d[1].region, "B") << "the earlier submission wins the tie, whatever its id";
+  EXPECT_EQ(d[0].region, "A");
+  EXPECT_EQ(d[1].explanation.rfind("Job zz-submitted-first ", 0), 0u) << d[1].explanation;
+  // Without a submission order (a trace): the id decides.
+  first.seq = second.seq = 0;
+  CapacityLedger again;
+  auto e = place_all({second, first}, regions, again, kNow);
+  EXPECT_EQ(e[0].region, "B");
+  EXPECT_EQ(e[1].region, "A");
+}
+
 TEST(Placement, InterruptibleWindowsRespectMaxWindowsAndOverhead) {
   // Clean hours alternate: splitting into 4 windows would be cheapest.
   Region r = make_region({"A", 64, 400, {{1, 2, 10}, {3, 4, 10}, {5, 6, 10}, {7, 8, 10}}});

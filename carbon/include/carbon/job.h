@@ -3,6 +3,7 @@
 
 #include "carbon/time.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,7 @@ struct ScalingPoint {
 };
 
 struct Job {
-  std::string id;
+  std::string id;                       // names the job in decisions and explanations
   int gpus = 1;                         // resources reserved (GPUs, or ranks on CPU nodes)
   Seconds duration{0};                  // estimated run time (see duration_from_tokens)
   Time submit{};                        // earliest start
@@ -44,6 +45,9 @@ struct Job {
   // Bytes of the job's checkpoint, GB (a move sends it between regions);
   // 0: ElasticCosts::checkpoint_gb_per_gpu x gpus.
   double checkpoint_gb = 0;
+  // Submission order: a pass breaks its remaining ties by seq, then by id
+  // (0 for every job: by id alone, as a trace's jobs are).
+  int64_t seq = 0;
 
   int min_width() const { return min_gpus > 0 ? min_gpus : gpus; }
   int max_width() const { return max_gpus > 0 ? max_gpus : gpus; }

@@ -179,7 +179,7 @@ Decision place(const Job& job, const std::vector<Region>& regions, const Capacit
                const PlacementOptions& options = {});
 
 // One scheduling pass: places `jobs` in earliest-deadline-first order (ties:
-// more GPU-hours first, then id) and commits every feasible decision into
+// more GPU-hours first, then Job::seq, then id) and commits every feasible decision into
 // `planned`. Returns decisions in the order of `jobs`. Prefix sums of each
 // region's forecast are built once per pass.
 std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<Region>& regions,
