@@ -394,10 +394,15 @@ double marginal_intensity(const PassContext& ctx, int k, double load_factor) {
 void reprice(PassContext& ctx, int a, int b, bool force) {
   int first_changed = -1;
   for (int k = a; k < b; ++k) {
-    // The loads: expected x (1 + spread x {-1, -1/2, 0, 1/2, 1}).
+    // The loads: expected x (1 + spread x {-1, -1/2, 0, 1/2, 1}); with no
+    // spread, the five are one point, computed once.
     std::array<double, kLoadPoints> t;
-    for (int q = 0; q < kLoadPoints; ++q)
-      t[q] = marginal_intensity(ctx, k, 1.0 + ctx.load_spread * (2.0 * q / (kLoadPoints - 1) - 1.0));
+    if (ctx.load_spread == 0) {
+      t.fill(marginal_intensity(ctx, k, 1.0));
+    } else {
+      for (int q = 0; q < kLoadPoints; ++q)
+        t[q] = marginal_intensity(ctx, k, 1.0 + ctx.load_spread * (2.0 * q / (kLoadPoints - 1) - 1.0));
+    }
     if (!force && t == ctx.theta[k]) continue;
     ctx.theta[k] = t;
     if (first_changed < 0) first_changed = k;
