@@ -1,4 +1,6 @@
 #include "controller/api.h"
+#include "controller/file_watch.h"
+#include "controller/tls_credentials.h"
 
 #include <httplib.h>
 #include <arpa/inet.h>
@@ -129,7 +131,9 @@ struct ApiServer::Impl {
   const Auth& auth;
   Metrics& metrics;
   ApiOptions opt;
+  std::unique_ptr<TlsCredentials> creds;  // HTTPS: the pair each handshake takes (outlives svr)
   std::unique_ptr<httplib::Server> svr;
+  std::unique_ptr<FileWatch> tls_watch;   // HTTPS: replaces `creds` when the files change
   std::atomic<bool> serving{false};
   std::mutex run_mu;
   bool stop_requested = false;
@@ -139,11 +143,17 @@ struct ApiServer::Impl {
     if (!opt.tls_cert.empty() || !opt.tls_key.empty()) {
       if (opt.tls_cert.empty() || opt.tls_key.empty())
         throw std::runtime_error("TLS needs both --tls-cert and --tls-key");
+      creds = std::make_unique<TlsCredentials>(opt.tls_cert, opt.tls_key);  // throws naming the file
       auto s = std::make_unique<httplib::SSLServer>(opt.tls_cert.c_str(), opt.tls_key.c_str());
       if (!s->is_valid())
         throw std::runtime_error("TLS: cannot load certificate '" + opt.tls_cert + "' and key '" +
                                  opt.tls_key + "'");
+      creds->install(s->ssl_context());
       svr = std::move(s);
+      tls_watch = std::make_unique<FileWatch>(
+          std::vector<std::string>{opt.tls_cert, opt.tls_key}, FileWatchOptions{opt.tls_poll},
+          [this](const std::vector<WatchedFile>& f, bool forced, bool initial) { reload_tls(f, forced, initial); },
+          [this](const std::string& what) { tls_log(false, "TLS certificate reload failed: " + what); });
     } else {
       svr = std::make_unique<httplib::Server>();
     }
@@ -154,6 +164,29 @@ struct ApiServer::Impl {
     svr->set_keep_alive_timeout(30);
     svr->set_tcp_nodelay(true);
     routes();
+  }
+
+  void tls_log(bool ok, const std::string& line) {
+    std::fprintf(stderr, "greenshard-controller: %s\n", line.c_str());
+    metrics.tls_reloaded(ok);
+  }
+
+  // The certificate or key file changed (or SIGHUP): new handshakes take the
+  // new pair once both parse and match; until then the old one stays.
+  void reload_tls(const std::vector<WatchedFile>& files, bool forced, bool initial) {
+    if (initial) return;  // `creds` read them already
+    for (const WatchedFile& f : files)
+      if (!f.text) {
+        tls_log(false, "TLS certificate reload failed, keeping the one in force: '" + f.path + "': " + f.error);
+        return;
+      }
+    const std::string why = creds->replace(*files[0].text, *files[1].text);
+    if (!why.empty()) {
+      tls_log(false, "TLS certificate reload failed, keeping the one in force: " + why);
+      return;
+    }
+    tls_log(true, std::string("TLS certificate '") + opt.tls_cert + "' reloaded (" +
+                      (forced ? "requested" : "changed") + "): new connections use it");
   }
 
   // Wraps a handler: ApiError -> JSON error; anything else -> 500.
@@ -567,5 +600,9 @@ void ApiServer::stop() {
 }
 
 bool ApiServer::tls() const { return !impl_->opt.tls_cert.empty(); }
+
+void ApiServer::reload_tls() {
+  if (impl_->tls_watch) impl_->tls_watch->request_reload();
+}
 
 }  // namespace controller

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <memory>
+#include <chrono>
 #include <string>
 
 #include "controller/auth.h"
@@ -47,6 +48,10 @@ struct ApiOptions {
   size_t max_decisions = 50;
   int threads = 16;
   std::string tls_cert, tls_key;  // both set: HTTPS
+  // How often the certificate and key files are checked for a change (a
+  // renewed certificate is served to new connections without a restart;
+  // 0 = only on reload_tls()).
+  std::chrono::milliseconds tls_poll{1000};
   const IntensitySource* intensity = nullptr;  // `zone:` regions (GET /v1/regions/{name}/intensity)
 };
 
@@ -62,6 +67,9 @@ class ApiServer {
   void serve();
   void stop();
   bool tls() const;
+  // Re-reads the TLS certificate and key now (SIGHUP), on the watch thread;
+  // async-signal-safe. Nothing without TLS.
+  void reload_tls();
 
  private:
   struct Impl;

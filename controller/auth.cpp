@@ -123,138 +123,35 @@ Principal Auth::authenticate(const std::string& header) const {
 
 // ---- AuthReloader ----
 
-namespace {
-int64_t ns_of(const struct timespec& t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; }
-
-// The whole file, or nullopt with `err` set.
-std::optional<std::string> read_whole(const std::string& path, std::string& err) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    err = std::generic_category().message(errno);
-    return std::nullopt;
-  }
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      err = std::generic_category().message(errno);
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    text.append(buf, size_t(n));
-  }
-  ::close(fd);
-  return text;
-}
-}  // namespace
-
-AuthReloader::FileSig AuthReloader::stat_file(const std::string& path) {
-  struct stat st {};
-  FileSig s;
-  if (::stat(path.c_str(), &st) != 0) return s;
-  s.exists = true;
-  s.dev = uint64_t(st.st_dev);
-  s.ino = uint64_t(st.st_ino);
-  s.size = int64_t(st.st_size);
-  s.mtime_ns = ns_of(st.st_mtim);
-  s.ctime_ns = ns_of(st.st_ctim);
-  return s;
-}
-
 AuthReloader::AuthReloader(Auth& auth, std::string path, AuthReloadOptions options)
     : auth_(auth), path_(std::move(path)), opt_(std::move(options)) {
-  if (::pipe2(pipe_, O_NONBLOCK | O_CLOEXEC) != 0)
-    throw std::system_error(errno, std::generic_category(), "tokens reloader: pipe");
-  check(false, true);
-  try {
-    thread_ = std::thread([this] { run(); });
-  } catch (...) {
-    ::close(pipe_[0]);
-    ::close(pipe_[1]);
-    throw;
-  }
+  watch_ = std::make_unique<FileWatch>(
+      std::vector<std::string>{path_}, FileWatchOptions{opt_.poll},
+      [this](const std::vector<WatchedFile>& files, bool forced, bool initial) { apply(files.at(0), forced, initial); },
+      [this](const std::string& what) { log("tokens file '" + path_ + "': reload failed: " + what); });
 }
 
-AuthReloader::~AuthReloader() {
-  stop();
-  ::close(pipe_[0]);
-  ::close(pipe_[1]);
-}
-
-void AuthReloader::request_reload() {
-  int saved = errno;
-  requested_.store(true);
-  char c = 'r';
-  [[maybe_unused]] ssize_t n = ::write(pipe_[1], &c, 1);  // full pipe: a wake-up is pending anyway
-  errno = saved;
-}
-
-void AuthReloader::stop() {
-  std::lock_guard<std::mutex> lk(stop_mu_);
-  stop_.store(true);
-  char c = 's';
-  [[maybe_unused]] ssize_t n = ::write(pipe_[1], &c, 1);
-  if (thread_.joinable()) thread_.join();
-}
+AuthReloader::~AuthReloader() { watch_->stop(); }
 
 void AuthReloader::log(const std::string& line) const {
   if (opt_.log) opt_.log(line);
   else std::fprintf(stderr, "greenshard-controller: %s\n", line.c_str());
 }
 
-void AuthReloader::run() {
-  const int timeout = opt_.poll.count() > 0 ? int(opt_.poll.count()) : -1;
-  while (!stop_.load()) {
-    pollfd p{pipe_[0], POLLIN, 0};
-    if (::poll(&p, 1, timeout) > 0) {
-      char buf[64];
-      while (::read(pipe_[0], buf, sizeof buf) > 0) {
-      }
-    }
-    if (stop_.load()) break;
-    const bool forced = requested_.exchange(false);
-    if (!forced && timeout < 0) continue;
-    try {
-      check(forced, false);
-    } catch (const std::exception& e) {  // e.g. bad_alloc: keep the table, keep watching
-      log("tokens file '" + path_ + "': reload failed: " + e.what());
-    }
-  }
-}
-
 // forced: re-read and re-parse even when nothing changed (request_reload).
 // initial: the constructor's read (not counted as a reload).
-void AuthReloader::check(bool forced, bool initial) {
-  const FileSig before = stat_file(path_);
-  if (!forced && !initial && before == sig_ && !racy_) return;
-  std::string err;
-  std::optional<std::string> text = read_whole(path_, err);
-  const FileSig after = stat_file(path_);
-  sig_ = before;
-  // An mtime this recent may be followed by another write in the same
-  // timestamp tick, with the same size: until it is older, compare the
-  // bytes at every poll. A file that changed while it was read is read
-  // again at the next poll (its stat no longer matches sig_).
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch()).count();
-  racy_ = before != after || (before.exists && now_ns - before.mtime_ns < 2'000'000'000);
-  if (!forced && !initial && text == last_text_) return;  // touched, or re-read unchanged
-  last_text_ = text;
-
+void AuthReloader::apply(const WatchedFile& file, bool forced, bool initial) {
   const size_t had = auth_.size();
   auto fail = [&](const std::string& why) {
     ++failures_;
     log("tokens file reload failed, keeping the " + std::to_string(had) + " tokens in force: " + why);
     if (opt_.on_reload) opt_.on_reload(false);
   };
-  if (!text) {
-    fail("tokens file '" + path_ + "': cannot read: " + err);
+  if (!file.text) {
+    fail("tokens file '" + path_ + "': cannot read: " + file.error);
     return;
   }
-  if (text->empty() && !initial) {
+  if (file.text->empty() && !initial) {
     // Most likely a write caught between its truncation and its bytes; a
     // file of comments only is how every token is revoked on purpose.
     fail("tokens file '" + path_ + "': empty (a file of comments only revokes every token)");
@@ -262,7 +159,7 @@ void AuthReloader::check(bool forced, bool initial) {
   }
   Auth next;
   try {
-    next = Auth::from_text(*text, path_);
+    next = Auth::from_text(*file.text, path_);
   } catch (const std::exception& e) {
     fail(e.what());  // "<path>:<line>: <what is wrong>"
     return;

@@ -13,9 +13,9 @@
 // Rotation without a restart: an Auth's table is an immutable snapshot
 // behind a lock; replace() swaps in another whole table, so a request sees
 // the old table or the new one, never a mix. AuthReloader watches the file
-// (stat every poll interval: device, inode, size, mtime, ctime — so an
-// editor's or Kubernetes' replace-by-rename is seen) and reloads it on change
-// and on request_reload() (SIGHUP in greenshard-controller). A reload that
+// (a FileWatch, controller/file_watch.h: an editor's or Kubernetes'
+// replace-by-rename is seen) and reloads it on change and on
+// request_reload() (SIGHUP in greenshard-controller). A reload that
 // fails (unreadable file, bad line) keeps the last good table and logs one
 // line naming the file and line.
 #pragma once
@@ -28,6 +28,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "controller/file_watch.h"
 #include <thread>
 #include <unordered_map>
 
@@ -94,50 +96,33 @@ struct AuthReloadOptions {
 
 class AuthReloader {
  public:
-  // `auth` must outlive the reloader. The file is read once now (its stat
-  // taken before the read) and, when it parses, put in force; the watch
-  // thread then starts. Throws only when the thread or the wake-up pipe
-  // cannot be made.
+  // `auth` must outlive the reloader. The file is read once now and, when it
+  // parses, put in force; the watch (FileWatch) then starts. Throws only when
+  // the thread or the wake-up pipe cannot be made.
   AuthReloader(Auth& auth, std::string path, AuthReloadOptions options = {});
   ~AuthReloader();  // stop()
   AuthReloader(const AuthReloader&) = delete;
   AuthReloader& operator=(const AuthReloader&) = delete;
 
   // Re-reads the file now, changed or not, on the watch thread.
-  // Async-signal-safe (an atomic flag and a write(2) to a self-pipe).
-  void request_reload();
+  // Async-signal-safe.
+  void request_reload() { watch_->request_reload(); }
   // Stops and joins the watch thread; safe to call more than once and from
   // several threads.
-  void stop();
+  void stop() { watch_->stop(); }
 
   uint64_t reloads() const { return reloads_.load(); }   // tables put in force (not the first read)
   uint64_t failures() const { return failures_.load(); }  // reloads refused, last table kept
 
  private:
-  struct FileSig {
-    bool exists = false;
-    uint64_t dev = 0, ino = 0;
-    int64_t size = 0, mtime_ns = 0, ctime_ns = 0;
-    bool operator==(const FileSig&) const = default;
-  };
-  static FileSig stat_file(const std::string& path);
-  void run();
-  void check(bool forced, bool initial);
+  void apply(const WatchedFile& file, bool forced, bool initial);
   void log(const std::string& line) const;
 
   Auth& auth_;
   const std::string path_;
   const AuthReloadOptions opt_;
-  int pipe_[2] = {-1, -1};
-  std::atomic<bool> stop_{false}, requested_{false};
   std::atomic<uint64_t> reloads_{0}, failures_{0};
-  std::mutex stop_mu_;
-  std::thread thread_;
-  // Watch thread only (and the constructor, before it starts).
-  FileSig sig_;
-  bool racy_ = false;  // the last read saw an mtime too recent to trust the stat alone
-  std::optional<std::string> last_text_;  // what the last attempt read (nullopt: unreadable)
-  std::string last_error_;
+  std::unique_ptr<FileWatch> watch_;  // last: its first read uses the members above
 };
 
 }  // namespace controller

@@ -189,7 +189,10 @@ int main(int argc, char** argv) {
     std::thread sched_thread([&] { sched.run(std::chrono::milliseconds(cycle_ms)); });
     std::thread signal_thread([&] {
       int sig = 0;
-      while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) auth_reloader.request_reload();
+      while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {  // the tokens file, and the TLS pair
+        auth_reloader.request_reload();
+        api.reload_tls();
+      }
       std::fprintf(stderr, "greenshard-controller: signal %d, shutting down\n", sig);
       api.stop();
     });

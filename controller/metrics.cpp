@@ -98,6 +98,15 @@ struct Metrics::Impl {
   prometheus::Family<prometheus::Gauge>& quota_waiting =
       BuildGauge().Name("greenshard_quota_waiting_jobs")
           .Help("PENDING jobs that wait for their tenant's quota").Register(*reg);
+  prometheus::Family<prometheus::Counter>& tls_reloads =
+      BuildCounter().Name("greenshard_tls_reloads_total")
+          .Help("TLS certificate and key changes put in force without a restart").Register(*reg);
+  prometheus::Family<prometheus::Counter>& tls_reload_failures =
+      BuildCounter().Name("greenshard_tls_reload_failures_total")
+          .Help("TLS certificate or key changes refused (unreadable, not PEM, key mismatch); the pair in force stays")
+          .Register(*reg);
+  prometheus::Counter& tls_reloads_c = tls_reloads.Add({});
+  prometheus::Counter& tls_reload_failures_c = tls_reload_failures.Add({});
   prometheus::Counter& auth_reloads_c = auth_reloads.Add({});
   prometheus::Counter& auth_reload_failures_c = auth_reload_failures.Add({});
   prometheus::Counter& cycles_c = cycles.Add({});
@@ -194,6 +203,7 @@ void Metrics::request(const std::string& method, int code) {
   impl_->requests.Add({{"method", method}, {"code", std::to_string(code)}}).Increment();
 }
 void Metrics::submitted() { impl_->submissions_c.Increment(); }
+void Metrics::tls_reloaded(bool ok) { (ok ? impl_->tls_reloads_c : impl_->tls_reload_failures_c).Increment(); }
 void Metrics::auth_reloaded(bool ok) { (ok ? impl_->auth_reloads_c : impl_->auth_reload_failures_c).Increment(); }
 
 std::string Metrics::render() const {

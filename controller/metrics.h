@@ -33,6 +33,8 @@
 //   greenshard_auth_reloads_total                      counter (tokens file reloads put in force)
 //   greenshard_auth_reload_failures_total              counter (reloads refused; the last good
 //                                    table stays in force)
+//   greenshard_tls_reloads_total                       counter (TLS certificate/key changes put in force)
+//   greenshard_tls_reload_failures_total               counter (changes refused; the pair in force stays)
 //   greenshard_tenant_quota_nodes{tenant,region}       gauge (nominal quota; -1 = not limited)
 //   greenshard_tenant_quota_gpus{tenant,region}        gauge (nominal quota; -1 = not limited)
 //   greenshard_tenant_usage_nodes{tenant,region}       gauge (held or reserved by its jobs)
@@ -85,6 +87,7 @@ class Metrics {
   void submitted();
   // A tokens file reload (AuthReloader): ok = put in force, else refused.
   void auth_reloaded(bool ok);
+  void tls_reloaded(bool ok);
   void set_tenant_quota(const std::string& tenant, const std::string& region, int quota_nodes, int quota_gpus,
                         int used_nodes, int used_gpus);
   void set_quota_waiting(const std::string& tenant, int jobs);

@@ -68,7 +68,7 @@ elseif(FUZZER STREQUAL "fuzz_k8s_answers")
   set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_auth_tokens")
   # sha256_hex and ApiError live in api_types.cpp (and what it needs).
-  set(sources controller/auth.cpp controller/api_types.cpp controller/job.cpp worker/config.cpp
+  set(sources controller/auth.cpp controller/file_watch.cpp controller/api_types.cpp controller/job.cpp worker/config.cpp
               carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
   set(link_libs -lcrypto -lyaml-cpp)
 elseif(FUZZER STREQUAL "fuzz_token_file")

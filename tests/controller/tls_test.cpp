@@ -12,12 +12,15 @@
 // worker pod it renders.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "common/spawn.h"
 #include "controller/api_types.h"
@@ -81,10 +84,19 @@ class Pki {
     csr.insert(csr.end(), std::begin(ec), std::end(ec));
     for (const std::string& x : std::vector<std::string>{"-keyout", file("server.key"), "-out", file("server.csr")})
       csr.push_back(x);
+    // A renewal: a new key and certificate (serial 3) for the same name and CA.
+    std::vector<std::string> csr2 = {OPENSSL_BIN, "req", "-new", "-config", file("server.cnf")};
+    csr2.insert(csr2.end(), std::begin(ec), std::end(ec));
+    for (const std::string& x : std::vector<std::string>{"-keyout", file("server2.key"), "-out", file("server2.csr")})
+      csr2.push_back(x);
     const std::vector<std::vector<std::string>> steps = {
         make_ca("ca"),
         make_ca("other-ca"),
         csr,
+        csr2,
+        {OPENSSL_BIN, "x509", "-req", "-in", file("server2.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"),
+         "-set_serial", "3", "-days", "2", "-extfile", file("server.ext"), "-extensions", "v3_server", "-out",
+         file("server2.pem")},
         {OPENSSL_BIN, "x509", "-req", "-in", file("server.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"),
          "-set_serial", "2", "-days", "2", "-extfile", file("server.ext"), "-extensions", "v3_server", "-out",
          file("server.pem")},
@@ -115,10 +127,12 @@ class Tls : public ::testing::Test {
 
   static Pki& pki() { return Pki::get(); }
 
-  void start(const std::map<std::string, std::string>& env = {}, const std::string& worker = "") {
+  void start(const std::map<std::string, std::string>& env = {}, const std::string& worker = "",
+             const std::string& cert = "", const std::string& key = "") {
     std::vector<std::string> args = {"--port", "0", "--data-dir", dir.file("data"), "--tokens", dir.file("tokens"),
                                      "--regions", dir.file("regions.yaml"), "--cycle-ms", "100",
-                                     "--tls-cert", pki().file("server.pem"), "--tls-key", pki().file("server.key")};
+                                     "--tls-cert", cert.empty() ? pki().file("server.pem") : cert,
+                                     "--tls-key", key.empty() ? pki().file("server.key") : key};
     if (!worker.empty()) {
       args.push_back("--worker");
       args.push_back(worker);
@@ -247,6 +261,80 @@ TEST_F(Tls, AnUnreadableCaBundleIsAUsageErrorNamingIt) {
   auto env = cli(with(server_args(), {"list"}), {{"GREENSHARD_CA_BUNDLE", dir.file("missing.pem")}});
   EXPECT_EQ(env.exit_code, 2) << env.output;
   EXPECT_NE(env.output.find("--ca-bundle (from GREENSHARD_CA_BUNDLE): cannot read"), std::string::npos) << env.output;
+}
+
+// The serial number of the certificate a new TLS connection to `port` is
+// served (no verification: the test compares serials), or -1.
+long served_serial(int port) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  BIO* b = BIO_new_ssl_connect(ctx);
+  const std::string host = "127.0.0.1:" + std::to_string(port);
+  BIO_set_conn_hostname(b, host.c_str());
+  long serial = -1;
+  SSL* ssl = nullptr;
+  if (BIO_do_connect(b) > 0 && BIO_do_handshake(b) > 0 && BIO_get_ssl(b, &ssl) > 0 && ssl) {
+    if (X509* c = SSL_get1_peer_certificate(ssl)) {
+      serial = ASN1_INTEGER_get(X509_get_serialNumber(c));
+      X509_free(c);
+    }
+  }
+  BIO_free_all(b);
+  SSL_CTX_free(ctx);
+  return serial;
+}
+
+// Replaces `path` by rename, as Kubernetes updates a mounted Secret.
+void replace_file(const std::string& path, const std::string& text) {
+  write(path + ".new", text);
+  std::filesystem::rename(path + ".new", path);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(Tls, ARenewedCertificateIsServedWithoutARestartAndABrokenOneKeepsTheOldOne) {
+  const std::string cert = dir.file("tls/tls.crt"), key = dir.file("tls/tls.key");
+  write(cert, read_text(pki().file("server.pem")));
+  write(key, read_text(pki().file("server.key")));
+  start({}, "", cert, key);
+  ASSERT_EQ(served_serial(port), 2);
+  auto metric = [&](const std::string& name) -> double {
+    auto r = client(pki().file("ca.pem")).Get("/metrics");
+    if (!r) return -1;
+    const size_t at = r->body.find("\n" + name + " ");
+    return at == std::string::npos ? -1 : std::stod(r->body.substr(at + name.size() + 2));
+  };
+  EXPECT_EQ(metric("greenshard_tls_reloads_total"), 0);
+  // The renewal: key, then certificate (a moment with a mismatched pair in
+  // between is refused, and the next change completes it).
+  replace_file(key, read_text(pki().file("server2.key")));
+  replace_file(cert, read_text(pki().file("server2.pem")));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (served_serial(port) != 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(served_serial(port), 3) << read_text(dir.file("controller.log"));
+  EXPECT_GE(metric("greenshard_tls_reloads_total"), 1);
+  // It verifies against the same CA, and the API answers on it.
+  auto ok = client(pki().file("ca.pem")).Get("/healthz");
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200);
+
+  // A broken certificate: refused, named in the log; the renewed one stays.
+  const double failures = metric("greenshard_tls_reload_failures_total");
+  replace_file(cert, "not a certificate\n");
+  const auto later = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (metric("greenshard_tls_reload_failures_total") <= failures && std::chrono::steady_clock::now() < later)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_GT(metric("greenshard_tls_reload_failures_total"), failures);
+  EXPECT_EQ(served_serial(port), 3);
+  EXPECT_NE(read_text(dir.file("controller.log"))
+                .find("TLS certificate reload failed, keeping the one in force: '" + cert + "': no PEM certificate"),
+            std::string::npos)
+      << read_text(dir.file("controller.log"));
 }
 
 TEST_F(Tls, HealthzAnswersOverVerifiedHttps) {
