@@ -76,7 +76,7 @@ Forecast CarbonAwareSdkProvider::forecast(const std::string& zone, Time now, Hou
     throw ProviderError(Kind::kMalformed, who + ": expected a non-empty JSON array of forecasts");
   const json* fc = &body[0];
   for (const auto& f : body)
-    if (f.is_object() && f.value("location", std::string()) == zone) fc = &f;
+    if (f.is_object() && f.contains("location") && f["location"].is_string() && f["location"] == zone) fc = &f;
   auto data = fc->find("forecastData");
   if (data == fc->end() || !data->is_array())
     throw ProviderError(Kind::kMalformed, who + ": missing 'forecastData' array");

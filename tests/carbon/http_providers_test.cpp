@@ -202,6 +202,10 @@ TEST(CarbonAwareSdk, FailureModesAreTypedErrors) {
   // stale: newest point three hours old
   api.set("/emissions/bylocations", {200, R"([{"location":"westus","time":"2024-03-01T09:00:00Z","rating":1}])"});
   EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kStale);
+  // a forecast whose location is not a string: malformed, not an escaped JSON
+  // type error (found by a 10 M fuzz_provider_json campaign)
+  api.set("/emissions/forecasts/current", {200, R"([{"locantio":"00:00:00"},{"location":170.25}])"});
+  EXPECT_EQ(kind_of([&] { p.forecast("westus", kNow, Hours{4}); }), Kind::kMalformed);
   // empty answer
   api.set("/emissions/bylocations", {200, "[]"});
   EXPECT_EQ(kind_of([&] { p.current("westus", kNow); }), Kind::kNoData);
