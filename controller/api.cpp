@@ -143,17 +143,17 @@ struct ApiServer::Impl {
     if (!opt.tls_cert.empty() || !opt.tls_key.empty()) {
       if (opt.tls_cert.empty() || opt.tls_key.empty())
         throw std::runtime_error("TLS needs both --tls-cert and --tls-key");
-      creds = std::make_unique<TlsCredentials>(opt.tls_cert, opt.tls_key);  // throws naming the file
+      // The watch's first read makes `creds` (or throws naming the file).
+      tls_watch = std::make_unique<FileWatch>(
+          std::vector<std::string>{opt.tls_cert, opt.tls_key}, FileWatchOptions{opt.tls_poll},
+          [this](const std::vector<WatchedFile>& f, bool forced, bool initial) { reload_tls(f, forced, initial); },
+          [this](const std::string& what) { tls_log(false, "TLS certificate reload failed: " + what); });
       auto s = std::make_unique<httplib::SSLServer>(opt.tls_cert.c_str(), opt.tls_key.c_str());
       if (!s->is_valid())
         throw std::runtime_error("TLS: cannot load certificate '" + opt.tls_cert + "' and key '" +
                                  opt.tls_key + "'");
       creds->install(s->ssl_context());
       svr = std::move(s);
-      tls_watch = std::make_unique<FileWatch>(
-          std::vector<std::string>{opt.tls_cert, opt.tls_key}, FileWatchOptions{opt.tls_poll},
-          [this](const std::vector<WatchedFile>& f, bool forced, bool initial) { reload_tls(f, forced, initial); },
-          [this](const std::string& what) { tls_log(false, "TLS certificate reload failed: " + what); });
     } else {
       svr = std::make_unique<httplib::Server>();
     }
@@ -173,13 +173,19 @@ struct ApiServer::Impl {
 
   // The certificate or key file changed (or SIGHUP): new handshakes take the
   // new pair once both parse and match; until then the old one stays.
+  // The first read (initial) makes the pair, and a bad one is an error at
+  // start.
   void reload_tls(const std::vector<WatchedFile>& files, bool forced, bool initial) {
-    if (initial) return;  // `creds` read them already
     for (const WatchedFile& f : files)
       if (!f.text) {
+        if (initial) throw std::runtime_error("TLS: cannot read '" + f.path + "': " + f.error);
         tls_log(false, "TLS certificate reload failed, keeping the one in force: '" + f.path + "': " + f.error);
         return;
       }
+    if (initial) {
+      creds = std::make_unique<TlsCredentials>(opt.tls_cert, opt.tls_key, *files[0].text, *files[1].text);
+      return;
+    }
     const std::string why = creds->replace(*files[0].text, *files[1].text);
     if (!why.empty()) {
       tls_log(false, "TLS certificate reload failed, keeping the one in force: " + why);

@@ -5,8 +5,6 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace controller {
@@ -43,14 +41,6 @@ std::unique_ptr<BIO, BioFree> memory_bio(const std::string& text) {
   return std::unique_ptr<BIO, BioFree>(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("TLS: cannot read '" + path + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 std::shared_ptr<const TlsCredentials::Pair> TlsCredentials::parse(const std::string& cert_pem,
@@ -81,10 +71,11 @@ std::shared_ptr<const TlsCredentials::Pair> TlsCredentials::parse(const std::str
   return pair;
 }
 
-TlsCredentials::TlsCredentials(std::string cert_path, std::string key_path)
+TlsCredentials::TlsCredentials(std::string cert_path, std::string key_path, const std::string& cert_pem,
+                               const std::string& key_pem)
     : cert_path_(std::move(cert_path)), key_path_(std::move(key_path)) {
   std::string why;
-  pair_ = parse(read_file(cert_path_), read_file(key_path_), why);
+  pair_ = parse(cert_pem, key_pem, why);
   if (!pair_) throw std::runtime_error("TLS: " + why);
 }
 

@@ -21,9 +21,10 @@ namespace controller {
 
 class TlsCredentials {
  public:
-  // Reads and checks both PEM files; throws std::runtime_error naming the
-  // file and what is wrong.
-  TlsCredentials(std::string cert_path, std::string key_path);
+  // Checks the PEM text of both files (the paths name them in errors);
+  // throws std::runtime_error naming the file and what is wrong.
+  TlsCredentials(std::string cert_path, std::string key_path, const std::string& cert_pem,
+                 const std::string& key_pem);
   ~TlsCredentials();
   TlsCredentials(const TlsCredentials&) = delete;
   TlsCredentials& operator=(const TlsCredentials&) = delete;
