@@ -104,11 +104,12 @@ fi
 # (DT_NEEDED, resolved by ldd); apt brings what those need. libc6 is in every
 # base.
 runtime_packages() {
-  local f lib path owner
+  local f lib path owner resolved
   for f in "$@"; do
+    resolved=$(ldd "$f")
     for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
       case "$lib" in ld-linux*) continue ;; esac  # the loader: libc6
-      path=$(ldd "$f" | awk -v l="$lib" '$1 == l && $3 ~ /^\// {print $3; exit}')
+      path=$(awk -v l="$lib" '$1 == l && $3 ~ /^\// {print $3; exit}' <<<"$resolved")
       [ -n "$path" ] || { echo "images.sh: $f needs $lib, which is not found here" >&2; return 1; }
       # dpkg knows a library by the path its package ships (/lib or /usr/lib).
       owner=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(realpath "$path")" 2>/dev/null) \

@@ -398,6 +398,32 @@ TEST(TlsController, AnUnreadableGreenshardCaBundleStopsTheControllerAtStart) {
       << r.output;
 }
 
+// A bad pair at start is an exit naming the file and what is wrong, before
+// anything listens: unreadable, not PEM, or a key that is not the
+// certificate's.
+TEST(TlsController, ABadCertificateOrKeyStopsTheControllerAtStartNamingTheFile) {
+  ASSERT_EQ(Pki::get().error(), "") << "openssl failed";
+  gstest::TempDir dir;
+  write(dir.file("tokens"), std::string(kUser) + ",team-a,user\n");
+  write(dir.file("not.pem"), "not a certificate\n");
+  const std::string cert = Pki::get().file("server.pem"), key = Pki::get().file("server.key");
+  const std::string other_key = Pki::get().file("server2.key");
+  struct Bad {
+    std::string cert, key, says;
+  };
+  for (const Bad& b : {Bad{dir.file("missing.pem"), key, "TLS: cannot read '" + dir.file("missing.pem") + "'"},
+                       Bad{dir.file("not.pem"), key, "TLS: '" + dir.file("not.pem") + "': no PEM certificate"},
+                       Bad{cert, dir.file("not.pem"), "TLS: '" + dir.file("not.pem") + "': no PEM private key"},
+                       Bad{cert, other_key, "TLS: the key in '" + other_key + "' does not match the certificate in '" +
+                                                cert + "'"}}) {
+    auto r = run({CONTROLLER_BIN, "--port", "0", "--data-dir", dir.file("data"), "--tokens", dir.file("tokens"),
+                  "--tls-cert", b.cert, "--tls-key", b.key});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(b.says), std::string::npos) << b.says << "\n" << r.output;
+    EXPECT_EQ(r.output.find("listening"), std::string::npos) << r.output;
+  }
+}
+
 // worker-defaults.yaml may set GREENSHARD_CA_BUNDLE (alone of GREENSHARD_*)
 // when the bundle is mounted.
 TEST(TlsWorkerDefaults, GreenshardCaBundleMustBeAFileUnderAMount) {
