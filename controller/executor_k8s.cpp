@@ -14,8 +14,8 @@
 #include "controller/executor_k8s.h"
 
 #include "controller/base64.h"
+#include "controller/k8s_answers.h"
 #include "worker/ca_bundle.h"
-#include "worker/config.h"  // kConfigErrorPrefix
 
 namespace controller {
 
@@ -33,26 +33,6 @@ struct Gang {
   GangPhase last = GangPhase::kStarting;  // reported while the API cannot answer
 };
 
-// What the pods of an ended Job tell.
-struct PodsVerdict {
-  bool config_error = false;  // a worker exited 2
-  bool disrupted = false;     // a pod with DisruptionTarget=True (eviction, preemption, drain)
-  bool only_killed = true;    // every non-zero exit is 137 or 143 (SIGKILL / SIGTERM)
-  json summary;               // the worker's summary, from a termination message
-  std::string failure;        // "pod P (index I) exited N: <last line>", first failure
-  bool failure_is_config = false;
-};
-
-std::string last_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  const size_t nl = s.find_last_of('\n');
-  if (nl != std::string::npos) s = s.substr(nl + 1);
-  if (s.size() > 300) s = s.substr(0, 300) + "...";
-  return s;
-}
-
-
-
 class KubernetesExecutor final : public Executor {
  public:
   KubernetesExecutor(KubeClusterConfig c, std::chrono::milliseconds grace, WorkerDefaults d)
@@ -64,9 +44,7 @@ class KubernetesExecutor final : public Executor {
     KubeObjects o = render_kube_objects(g, c_, grace_, "", defaults_);
     const std::string ns = c_.namespace_;
     json created = call("POST", "/apis/batch/v1/namespaces/" + ns + "/jobs", o.job, {201, 200});
-    const std::string uid = created.is_object() && created.contains("metadata") && created["metadata"].is_object()
-                                ? str(created["metadata"], "uid")
-                                : "";
+    const std::string uid = k8s::read_job(created).uid;
     try {
       if (uid.empty()) throw std::runtime_error("kubernetes: created Job " + o.name + " has no uid");
       KubeObjects owned = render_kube_objects(g, c_, grace_, uid, defaults_);
@@ -92,122 +70,30 @@ class KubernetesExecutor final : public Executor {
     return st;
   }
 
-  // The mapping (docs/controller.md, "Kubernetes: how a gang's end is read"):
-  //   Job 404, stop requested               -> kPreempted (stopped as asked)
-  //   Job 404, not requested                -> kFailed (deleted by someone else)
-  //   Complete, stop requested              -> kPreempted
-  //   Complete, summary state "preempted"   -> kPreempted
-  //   Complete, a pod disrupted (exit 0)    -> kPreempted
-  //   Complete otherwise                    -> kSucceeded
-  //   Failed, a worker exited 2             -> kConfigError
-  //   Failed, stop requested, only exits 137/143 -> kPreempted (killed after the grace)
-  //   Failed otherwise                      -> kFailed
-  //   suspended (Kueue) or a pod not ready  -> kStarting
-  //   every pod ready (or active)           -> kRunning
-  //   the API cannot answer                 -> the last phase reported
+  // Reads the Job (and, once it ended, its pods) and maps the answers to a
+  // phase: k8s::decide (k8s_answers.h has the table).
   GangStatus poll(const std::string& id) override {
-    GangStatus st;
     Gang g;
     if (!find(id, &g)) {
+      GangStatus st;
       st.phase = GangPhase::kUnknown;
       st.message = "no such gang in this cluster";
       return st;
     }
-    st.runtime = runtime_of(g);
-    const std::string& name = g.name;
     int code = 0;
-    json job = get(job_path(name), &code);
-    if (code == 404) {
-      forget(id);
-      if (g.stop_requested) {
-        st.phase = GangPhase::kPreempted;
-        st.message = "Job " + name + " was deleted by the controller to stop the gang (stopped as asked)";
-      } else {
-        st.phase = GangPhase::kFailed;
-        st.message = "Job " + name + " disappeared from the cluster (deleted by someone else)";
-      }
-      return st;
+    const k8s::JobAnswer job = k8s::read_job(get(job_path(g.name), &code));
+    k8s::PodsVerdict pods;  // read once the Job ended (an unanswered pod list: an empty verdict)
+    if (code == 200 && job.end != k8s::JobAnswer::End::kNone) {
+      int pods_code = 0;
+      pods = k8s::read_pods(get(pods_path(g.name, -1), &pods_code));
     }
-    if (code != 200) {
-      st.phase = g.last;
-      st.message = "kubernetes API " + (code == 0 ? std::string("unreachable") : "HTTP " + std::to_string(code)) +
-                   " reading Job " + name + "; keeping the last phase seen";
-      return st;
-    }
-    const json status = obj(job, "status");
-    const json spec = obj(job, "spec");
-    std::string ended, ended_why;
-    if (status.contains("conditions") && status["conditions"].is_array())
-      for (const auto& cond : status["conditions"]) {
-        if (!cond.is_object() || str(cond, "status") != "True") continue;
-        const std::string type = str(cond, "type");
-        if (type == "Complete" || type == "Failed") {
-          ended = type;
-          ended_why = str(cond, "reason") + (str(cond, "message").empty() ? "" : " " + str(cond, "message"));
-          break;
-        }
-      }
-    if (ended == "Complete") {
-      PodsVerdict v = inspect_pods(name);
-      st.summary = v.summary;
-      const std::string state = v.summary.is_object() ? str(v.summary, "state") : "";
-      const std::string said = state.empty() ? "" : " (summary: " + state + ")";
-      if (g.stop_requested) {
-        st.phase = GangPhase::kPreempted;
-        st.message = "Job " + name + " ended after the controller asked it to stop (stopped as asked)" + said;
-      } else if (state == "preempted") {
-        st.phase = GangPhase::kPreempted;
-        st.message = "Job " + name + " completed after the worker checkpointed on SIGTERM" + said;
-      } else if (v.disrupted) {
-        st.phase = GangPhase::kPreempted;
-        st.message = "Job " + name + " completed after Kubernetes disrupted a pod (DisruptionTarget)" + said;
-      } else {
-        st.phase = GangPhase::kSucceeded;
-        st.message = "Job " + name + " completed" + said;
-      }
-      forget(id);
-      return st;
-    }
-    if (ended == "Failed") {
-      PodsVerdict v = inspect_pods(name);
-      st.message = "Job " + name + " failed: " + ended_why + (v.failure.empty() ? "" : "; " + v.failure);
-      if (v.config_error) {
-        st.phase = GangPhase::kConfigError;
-        st.message += " (a worker exited 2: bad configuration)";
-      } else if (g.stop_requested && v.only_killed) {
-        st.phase = GangPhase::kPreempted;
-        st.message = "Job " + name + " was stopped as asked; ranks were killed after the grace period (" +
-                     ended_why + ")";
-      } else {
-        st.phase = GangPhase::kFailed;
-      }
-      // The gang restarts as a new Job; remove this one (and, through the
-      // owner references, its Service and ConfigMap). A stopped gang's
-      // deletion is already under way.
-      if (!g.stop_requested) remove(name, "Background");
-      forget(id);
-      return st;
-    }
-    if (g.stop_requested && !obj(job, "metadata").contains("deletionTimestamp"))
-      remove(name, kStopPropagation);  // the delete of stop() did not get through
-    const bool suspended = spec.value("suspend", false) == true;
-    const int want = int_of(spec, "parallelism", int_of(spec, "completions", 1));
-    const int active = int_of(status, "active", 0), succeeded = int_of(status, "succeeded", 0);
-    // status.ready counts pods whose containers run (Ready); clusters that
-    // do not report it leave only active (pending or running).
-    const int ready = status.contains("ready") ? int_of(status, "ready", 0) : active;
-    if (suspended) {
-      st.phase = GangPhase::kStarting;
-      st.message = "Job " + name + " is suspended (waiting for admission by Kueue)";
-    } else if (active > 0 && int64_t{ready} + succeeded >= want) {  // int64: no overflow on any answer
-      st.phase = GangPhase::kRunning;
-    } else {
-      st.phase = GangPhase::kStarting;
-      st.message = std::to_string(ready) + " of " + std::to_string(want) + " pods of Job " + name + " ready";
-    }
+    k8s::Decision d = k8s::decide(g.name, code, job, pods, g.stop_requested, g.last);
+    if (d.remove) remove(g.name, d.remove);
+    d.status.runtime = runtime_of(g);
     std::lock_guard<std::mutex> l(mu_);
-    if (auto it = gangs_.find(id); it != gangs_.end()) it->second.last = st.phase;
-    return st;
+    if (d.forget) gangs_.erase(id);
+    else if (auto it = gangs_.find(id); it != gangs_.end()) it->second.last = d.status.phase;
+    return d.status;
   }
 
   // Deletes the Job with Foreground propagation: the Job stays visible
@@ -223,7 +109,7 @@ class KubernetesExecutor final : public Executor {
       it->second.stop_requested = true;
       name = it->second.name;
     }
-    remove(name, kStopPropagation);
+    remove(name, k8s::kStopPropagation);
   }
 
   void tick() override {}
@@ -232,13 +118,13 @@ class KubernetesExecutor final : public Executor {
     Gang g;
     if (!find(id, &g)) return true;
     int code = 0;
-    json job = get(job_path(g.name), &code);
+    const k8s::JobAnswer job = k8s::read_job(get(job_path(g.name), &code));
     if (code == 404) {
       forget(id);
       return true;
     }
-    if (code == 200 && g.stop_requested && !obj(job, "metadata").contains("deletionTimestamp"))
-      remove(g.name, kStopPropagation);  // retry a delete that did not get through
+    if (code == 200 && g.stop_requested && !job.deleting)
+      remove(g.name, k8s::kStopPropagation);  // retry a delete that did not get through
     return false;
   }
 
@@ -252,20 +138,19 @@ class KubernetesExecutor final : public Executor {
   // API server cannot answer, the gang is watched again too (poll() decides
   // later): restarting it now could run it twice.
   bool adopt(const std::string& id, const json& runtime, const AdoptOptions& o) override {
-    if (!runtime.is_object() || str(runtime, "executor") != "kubernetes") return false;
+    if (k8s::string_at(runtime, "executor") != "kubernetes") return false;
     Gang g;
-    g.name = str(runtime, "name");
+    g.name = k8s::string_at(runtime, "name");
     if (g.name.empty()) return false;
-    g.uid = str(runtime, "uid");
-    g.procs_per_node = std::max(1, int_of(runtime, "procs_per_node", 1));
+    g.uid = k8s::string_at(runtime, "uid");
+    g.procs_per_node = std::max(1, k8s::int_at(runtime, "procs_per_node", 1));
     g.stop_requested = runtime.value("stop_requested", json(false)) == true || o.stop_requested;
     int code = 0;
-    json job = get(job_path(g.name), &code);
+    const k8s::JobAnswer job = k8s::read_job(get(job_path(g.name), &code));
     if (code == 404 && !g.stop_requested) return false;
     if (code == 200) {
-      const json meta = obj(job, "metadata");
-      if (!g.uid.empty() && str(meta, "uid") != g.uid) return false;  // another Job of that name
-      if (g.stop_requested && !meta.contains("deletionTimestamp")) remove(g.name, kStopPropagation);
+      if (!g.uid.empty() && job.uid != g.uid) return false;  // another Job of that name
+      if (g.stop_requested && !job.deleting) remove(g.name, k8s::kStopPropagation);
     }
     std::lock_guard<std::mutex> l(mu_);
     gangs_[id] = g;
@@ -278,14 +163,8 @@ class KubernetesExecutor final : public Executor {
     if (!find(id, &g)) return std::nullopt;
     const int ppn = std::max(1, g.procs_per_node);
     int code = 0;
-    json pods = get("/api/v1/namespaces/" + c_.namespace_ + "/pods?labelSelector=" +
-                        httplib::detail::encode_query_param("job-name=" + g.name +
-                                                            ",batch.kubernetes.io/job-completion-index=" +
-                                                            std::to_string(rank / ppn)),
-                    &code);
-    if (code != 200 || !pods.contains("items") || !pods["items"].is_array() || pods["items"].empty())
-      return std::nullopt;
-    std::string pod = str(obj(pods["items"][0], "metadata"), "name");
+    const json pods = get(pods_path(g.name, rank / ppn), &code);
+    const std::string pod = code == 200 ? k8s::first_pod_name(pods) : "";
     if (pod.empty()) return std::nullopt;
     auto res = client().Get("/api/v1/namespaces/" + c_.namespace_ + "/pods/" + pod + "/log");
     if (!res || res->status != 200) return std::nullopt;
@@ -294,25 +173,6 @@ class KubernetesExecutor final : public Executor {
   }
 
  private:
-  static constexpr const char* kStopPropagation = "Foreground";
-
-  // Tolerant readers of API objects (a field of another type reads as absent).
-  static std::string str(const json& o, const char* k) {
-    if (!o.is_object()) return "";
-    auto it = o.find(k);
-    return it != o.end() && it->is_string() ? it->get<std::string>() : "";
-  }
-  static int int_of(const json& o, const char* k, int dflt) {
-    if (!o.is_object()) return dflt;
-    auto it = o.find(k);
-    return it != o.end() && it->is_number_integer() ? it->get<int>() : dflt;
-  }
-  static json obj(const json& o, const char* k) {
-    if (!o.is_object()) return json::object();
-    auto it = o.find(k);
-    return it != o.end() && it->is_object() ? *it : json::object();
-  }
-
   json runtime_of(const Gang& g) const {
     json rt = {{"executor", "kubernetes"}, {"name", g.name}, {"uid", g.uid}, {"namespace", c_.namespace_},
                {"procs_per_node", g.procs_per_node}};
@@ -322,6 +182,14 @@ class KubernetesExecutor final : public Executor {
 
   std::string job_path(const std::string& name) const {
     return "/apis/batch/v1/namespaces/" + c_.namespace_ + "/jobs/" + name;
+  }
+
+  // The pods of Job `name`: all of them (index < 0), or those of one completion index.
+  std::string pods_path(const std::string& name, int index) const {
+    std::string selector = "job-name=" + name;
+    if (index >= 0) selector += ",batch.kubernetes.io/job-completion-index=" + std::to_string(index);
+    return "/api/v1/namespaces/" + c_.namespace_ + "/pods?labelSelector=" +
+           httplib::detail::encode_query_param(selector);
   }
 
   httplib::Client client() const {
@@ -346,7 +214,7 @@ class KubernetesExecutor final : public Executor {
         return j.is_discarded() ? json::object() : j;
       }
     auto j = json::parse(res->body, nullptr, false);
-    std::string msg = j.is_object() ? str(j, "message") : "";
+    std::string msg = k8s::string_at(j, "message");
     if (msg.empty()) msg = res->body;
     throw std::runtime_error("kubernetes " + method + " " + path + ": HTTP " + std::to_string(res->status) +
                              ": " + msg);
@@ -359,8 +227,7 @@ class KubernetesExecutor final : public Executor {
       return json::object();
     }
     *code = res->status;
-    auto j = json::parse(res->body, nullptr, false);
-    return j.is_discarded() || !j.is_object() ? json::object() : j;
+    return k8s::parse_object(res->body);
   }
 
   void remove(const std::string& name, const char* propagation) {
@@ -368,59 +235,6 @@ class KubernetesExecutor final : public Executor {
     json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", propagation}};
     auto res = cli.Delete(job_path(name), opts.dump(), "application/json");
     (void)res;  // 404: already gone; a stop's delete is retried by poll() and gone()
-  }
-
-  // The pods of an ended Job: exit codes, disruptions, and the worker's
-  // summary from a termination message (a JSON object with "state", written
-  // by a worker that exited 0; with terminationMessagePolicy
-  // FallbackToLogsOnError a failed container's message is its log tail).
-  PodsVerdict inspect_pods(const std::string& name) {
-    PodsVerdict v;
-    int code = 0;
-    json pods = get("/api/v1/namespaces/" + c_.namespace_ + "/pods?labelSelector=" +
-                        httplib::detail::encode_query_param("job-name=" + name),
-                    &code);
-    if (!pods.contains("items") || !pods["items"].is_array()) return v;
-    int summary_index = -1;
-    for (const auto& p : pods["items"]) {
-      const json meta = obj(p, "metadata"), status = obj(p, "status");
-      const std::string pod = str(meta, "name");
-      std::string index = str(obj(meta, "annotations"), "batch.kubernetes.io/job-completion-index");
-      if (index.empty()) index = str(obj(meta, "labels"), "batch.kubernetes.io/job-completion-index");
-      if (status.contains("conditions") && status["conditions"].is_array())
-        for (const auto& c : status["conditions"])
-          if (str(c, "type") == "DisruptionTarget" && str(c, "status") == "True") v.disrupted = true;
-      if (!status.contains("containerStatuses") || !status["containerStatuses"].is_array()) continue;
-      for (const auto& cs : status["containerStatuses"]) {
-        const json term = obj(obj(cs, "state"), "terminated");
-        if (term.empty()) continue;
-        const int exit = int_of(term, "exitCode", -1);
-        const std::string msg = str(term, "message");
-        if (exit == 0) {
-          json s = json::parse(msg, nullptr, false);
-          const int at = index.empty() ? 1 << 20 : std::atoi(index.c_str());
-          if (s.is_object() && s.contains("state") && s["state"].is_string() &&
-              (summary_index < 0 || at < summary_index)) {
-            v.summary = s;  // rank 0's (the lowest index) when several wrote one
-            summary_index = at;
-          }
-          continue;
-        }
-        if (exit == 2) v.config_error = true;
-        if (exit != 137 && exit != 143) v.only_killed = false;
-        if (v.failure.empty() || (exit == 2 && !v.failure_is_config)) {
-          v.failure = "pod " + pod + (index.empty() ? "" : " (index " + index + ")") + " exited " +
-                      std::to_string(exit);
-          v.failure_is_config = exit == 2;
-          // Exit 2: the worker's own words (its config error line) when the
-          // log tail holds them.
-          std::string line = exit == 2 ? greenshard::config_error_in(msg) : "";
-          if (line.empty()) line = last_line(msg);
-          if (!line.empty()) v.failure += ": " + line;
-        }
-      }
-    }
-    return v;
   }
 
   bool find(const std::string& id, Gang* g) {

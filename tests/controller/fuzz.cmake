@@ -15,7 +15,7 @@
 #   fuzz_provider_json       Carbon Aware SDK + Electricity Maps answers (carbon/src/*provider.cpp)
 #   fuzz_controller_config   regions.yaml, carbon-source, hardware and quotas YAML (controller/regions.cpp, config_files.cpp, quota.cpp)
 #   fuzz_kubeconfig          kubeconfig + worker-defaults.yaml (controller/executor_k8s.cpp)
-#   fuzz_k8s_answers         the Kubernetes API's Job and pod answers (executor_k8s.cpp; a loopback server)
+#   fuzz_k8s_answers         the Kubernetes API's Job and pod answers and their verdict (controller/k8s_answers.cpp)
 #   fuzz_auth_tokens         the tokens file (controller/auth.cpp)
 #   fuzz_token_file          the worker's token-file header (worker/data.cpp TokenFile)
 # scripts/fuzz.sh runs the same builds for long campaigns (-DRUN=OFF builds only).
@@ -63,8 +63,7 @@ elseif(FUZZER STREQUAL "fuzz_kubeconfig")
   set(extra_flags ${httplib_flags})
   set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_k8s_answers")
-  set(sources controller/executor_k8s.cpp controller/base64.cpp)
-  set(extra_flags ${httplib_flags})
+  set(sources controller/k8s_answers.cpp)
   set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_auth_tokens")
   # sha256_hex and ApiError live in api_types.cpp (and what it needs).
