@@ -66,13 +66,27 @@ const char* const kMigrations[] = {
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
+// A statement: prepared here and finalized at the end of the scope, or
+// borrowed from the store's cache (Store::prepared) and reset, with its
+// bindings cleared, at the end of the scope.
 struct Stmt {
   sqlite3_stmt* s = nullptr;
+  bool owned = true;
   Stmt(sqlite3* db, const char* sql) {
     if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK)
       throw StoreError(std::string("sqlite prepare: ") + sqlite3_errmsg(db));
   }
-  ~Stmt() { sqlite3_finalize(s); }
+  explicit Stmt(sqlite3_stmt* cached) : s(cached), owned(false) {}
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() {
+    if (owned) {
+      sqlite3_finalize(s);
+    } else {
+      sqlite3_reset(s);
+      sqlite3_clear_bindings(s);
+    }
+  }
   void text(int i, const std::string& v) {
     sqlite3_bind_text(s, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
   }
@@ -157,6 +171,7 @@ Store::~Store() {
   writer_.join();
   syncer_.join();
   if (wal_fd_ >= 0) ::close(wal_fd_);
+  for (auto& [sql, st] : stmts_) sqlite3_finalize(st);
   sqlite3_close(db_);
 }
 
@@ -341,17 +356,52 @@ void Store::wait_durable() {
   done_cv_.wait(l, [&] { return txn_synced_ >= upto; });
 }
 
+sqlite3_stmt* Store::prepared(const char* sql) {  // under db_mu_
+  auto it = stmts_.find(sql);
+  if (it != stmts_.end()) return it->second;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr) != SQLITE_OK)
+    throw StoreError(std::string("sqlite prepare: ") + sqlite3_errmsg(db_));
+  stmts_.emplace(sql, st);
+  return st;
+}
+
+namespace {
+// The writer's statements (Store::prepared keeps each prepared).
+const char kBegin[] = "BEGIN IMMEDIATE;";
+const char kCommit[] = "COMMIT;";
+const char kUpsertJob[] =
+    "INSERT INTO jobs(id, seq, tenant, state, idem_key, doc, min_nodes, max_nodes, migratable) "
+    "VALUES(?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT(id) DO UPDATE SET state=excluded.state, doc=excluded.doc;";
+const char kInsertDeclared[] =
+    "INSERT OR IGNORE INTO job_scaling(job_id, source, nodes, tokens_per_second) VALUES(?, 'declared', ?, ?);";
+const char kDeleteReservations[] = "DELETE FROM reservations WHERE job_id=?;";
+const char kInsertReservation[] =
+    "INSERT INTO reservations(job_id, region, start_ms, end_ms, nodes) VALUES(?,?,?,?,?);";
+const char kDeleteJob[] = "DELETE FROM jobs WHERE id=?;";
+const char kDeleteDecisions[] = "DELETE FROM decisions WHERE job_id=?;";
+const char kDeleteScaling[] = "DELETE FROM job_scaling WHERE job_id=?;";
+const char kUpsertLoad[] =
+    "INSERT INTO load_history(hour_ms, busy_nodes, capacity_nodes) VALUES(?,?,?) "
+    "ON CONFLICT(hour_ms) DO UPDATE SET busy_nodes=excluded.busy_nodes, capacity_nodes=excluded.capacity_nodes;";
+// A running mean per (job, width).
+const char kUpsertMeasured[] =
+    "INSERT INTO job_scaling(job_id, source, nodes, tokens_per_second, samples, updated_ms) "
+    "VALUES(?, 'measured', ?, ?, 1, ?) "
+    "ON CONFLICT(job_id, source, nodes) DO UPDATE SET "
+    "tokens_per_second=(tokens_per_second*samples + excluded.tokens_per_second)/(samples + 1), "
+    "samples=samples + 1, updated_ms=excluded.updated_ms;";
+const char kInsertDecision[] =
+    "INSERT INTO decisions(cycle, job_id, time_ms, outcome, region, policy, explanation) VALUES(?,?,?,?,?,?,?);";
+}  // namespace
+
 void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
   auto apply = [&](Batch* b) {
-    Stmt up(db_,
-            "INSERT INTO jobs(id, seq, tenant, state, idem_key, doc, min_nodes, max_nodes, migratable) "
-            "VALUES(?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT(id) DO UPDATE SET state=excluded.state, doc=excluded.doc;");
-    Stmt insc(db_,
-              "INSERT OR IGNORE INTO job_scaling(job_id, source, nodes, tokens_per_second) "
-              "VALUES(?, 'declared', ?, ?);");
-    Stmt delr(db_, "DELETE FROM reservations WHERE job_id=?;");
-    Stmt insr(db_, "INSERT INTO reservations(job_id, region, start_ms, end_ms, nodes) VALUES(?,?,?,?,?);");
+    Stmt up(prepared(kUpsertJob));
+    Stmt insc(prepared(kInsertDeclared));
+    Stmt delr(prepared(kDeleteReservations));
+    Stmt insr(prepared(kInsertReservation));
     for (const Row& r : b->rows) {
       up.text(1, r.id);
       up.i64(2, r.seq);
@@ -383,9 +433,9 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
       }
     }
     if (!b->deletes.empty()) {
-      Stmt del(db_, "DELETE FROM jobs WHERE id=?;");
-      Stmt deld(db_, "DELETE FROM decisions WHERE job_id=?;");
-      Stmt dels(db_, "DELETE FROM job_scaling WHERE job_id=?;");
+      Stmt del(prepared(kDeleteJob));
+      Stmt deld(prepared(kDeleteDecisions));
+      Stmt dels(prepared(kDeleteScaling));
       for (const auto& id : b->deletes) {
         del.text(1, id);
         del.run(db_);
@@ -398,10 +448,7 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
       }
     }
     if (!b->loads.empty()) {
-      Stmt ld(db_,
-              "INSERT INTO load_history(hour_ms, busy_nodes, capacity_nodes) VALUES(?,?,?) "
-              "ON CONFLICT(hour_ms) DO UPDATE SET busy_nodes=excluded.busy_nodes, "
-              "capacity_nodes=excluded.capacity_nodes;");
+      Stmt ld(prepared(kUpsertLoad));
       for (const auto& x : b->loads) {
         ld.i64(1, x.hour_ms);
         ld.f64(2, x.busy_nodes);
@@ -410,13 +457,7 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
       }
     }
     if (!b->throughputs.empty()) {
-      // A running mean per (job, width).
-      Stmt tp(db_,
-              "INSERT INTO job_scaling(job_id, source, nodes, tokens_per_second, samples, updated_ms) "
-              "VALUES(?, 'measured', ?, ?, 1, ?) "
-              "ON CONFLICT(job_id, source, nodes) DO UPDATE SET "
-              "tokens_per_second=(tokens_per_second*samples + excluded.tokens_per_second)/(samples + 1), "
-              "samples=samples + 1, updated_ms=excluded.updated_ms;");
+      Stmt tp(prepared(kUpsertMeasured));
       for (const auto& t : b->throughputs) {
         tp.text(1, t.job_id);
         tp.i64(2, t.nodes);
@@ -426,9 +467,7 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
       }
     }
     if (!b->decisions.empty()) {
-      Stmt ins(db_,
-               "INSERT INTO decisions(cycle, job_id, time_ms, outcome, region, policy, explanation)"
-               " VALUES(?,?,?,?,?,?,?);");
+      Stmt ins(prepared(kInsertDecision));
       for (const auto& d : b->decisions) {
         ins.i64(1, d.cycle);
         ins.text(2, d.job_id);
@@ -443,9 +482,9 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
   };
   auto run_txn = [&](const std::vector<Batch*>& group) -> std::string {
     try {
-      exec("BEGIN IMMEDIATE;");
+      Stmt(prepared(kBegin)).run(db_);
       for (Batch* b : group) apply(b);
-      exec("COMMIT;");
+      Stmt(prepared(kCommit)).run(db_);
       return "";
     } catch (const StoreError& e) {
       sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);

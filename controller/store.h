@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -54,6 +55,7 @@
 #include "controller/job.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace controller {
 
@@ -161,11 +163,16 @@ class Store {
   void commit(std::vector<Batch*>& batches);
   void wait_durable();  // under db_mu_: until every committed transaction is fsync'd
   int wal_fd();         // the WAL file (opened on first use), -1 when it cannot be
+  // The writer's statements, prepared once (SQLITE_PREPARE_PERSISTENT) and
+  // kept until the store closes; keyed by the address of their static SQL
+  // text. Under db_mu_.
+  sqlite3_stmt* prepared(const char* sql);
 
   std::string path_;
   sqlite3* db_ = nullptr;
   int version_ = 0;
   std::mutex db_mu_;  // serialises reads with the writer's transactions
+  std::map<const char*, sqlite3_stmt*> stmts_;  // prepared(); under db_mu_
 
   std::mutex q_mu_;
   std::condition_variable q_cv_, done_cv_;
