@@ -11,8 +11,7 @@
 #include "shard/host_memory.h"
 #include "shard/launch.h"
 #include "shard/rendezvous.h"
-#include "bench_flags.h"
-#include "worker/model.h"
+#include "model_flags.h"
 
 #include <torch/torch.h>
 
@@ -27,27 +26,15 @@
 
 namespace {
 
-struct Args {
-  int ranks = 2, steps = 5, warmup = 1, batch = 8, seq = 128, layers = 6, embd = 384, vocab = 4096;
-};
+using Args = gsbench::ModelArgs;
+using gsbench::model_config;
 
 Args parse(int argc, char** argv) {
-  Args a;
-  std::map<std::string, int*> ints{{"--ranks", &a.ranks}, {"--steps", &a.steps}, {"--warmup", &a.warmup},
-                                   {"--batch", &a.batch}, {"--seq", &a.seq},     {"--layers", &a.layers},
-                                   {"--embd", &a.embd},   {"--vocab", &a.vocab}};
-  gsbench::parse_int_flags(argc, argv, ints, "bench_activation_checkpointing");
-  return a;
-}
-
-greenshard::GPTConfig model_config(const Args& a) {
-  greenshard::GPTConfig c;
-  c.vocab_size = a.vocab;
-  c.block_size = a.seq;
-  c.n_layer = a.layers;
-  c.n_embd = a.embd;
-  c.n_head = std::max(1, a.embd / 64);
-  return c;
+  Args d;
+  d.batch = 8;
+  d.embd = 384;
+  d.vocab = 4096;
+  return gsbench::parse_model_flags(argc, argv, d, "bench_activation_checkpointing");
 }
 
 int run_rank(const Args& a, bool on) {

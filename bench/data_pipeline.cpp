@@ -13,6 +13,7 @@
 // bits/byte = val_loss (nats per token) x val_tokens / val_bytes / ln 2,
 // val_bytes being the bytes the validation tokens decode to.
 #include "bench_flags.h"
+#include "common/fifo_feed.h"
 #include "worker/data.h"
 #include "worker/tokenizer.h"
 
@@ -277,24 +278,7 @@ int main(int argc, char** argv) {
   if (::mkfifo(fifo.c_str(), 0600) != 0) die("mkfifo failed");
   const std::string kjv_text = read_file(kjv);
   const int64_t reps = (int64_t{a.rss_mb} << 20) / static_cast<int64_t>(kjv_text.size()) + 1;
-  std::thread writer([&] {
-    const int fd = ::open(fifo.c_str(), O_WRONLY);
-    if (fd < 0) return;
-    for (int64_t k = 0; k < reps; ++k) {
-      const char* p = kjv_text.data();
-      size_t n = kjv_text.size();
-      while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
-        if (w <= 0) {
-          ::close(fd);
-          return;
-        }
-        p += w;
-        n -= static_cast<size_t>(w);
-      }
-    }
-    ::close(fd);
-  });
+  std::thread writer = gstest::feed_fifo(fifo, kjv_text, reps);
   auto big = run({worker, "prepare", "--input", fifo, "--out", dir + "/big"}, "", log);
   writer.join();
   if (big.exit_code != 0) die("prepare of the FIFO failed:\n" + read_file(log));

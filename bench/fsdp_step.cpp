@@ -9,8 +9,7 @@
 #include "shard/fully_shard.h"
 #include "shard/launch.h"
 #include "shard/rendezvous.h"
-#include "bench_flags.h"
-#include "worker/model.h"
+#include "model_flags.h"
 
 #include <torch/torch.h>
 
@@ -30,27 +29,12 @@
 
 namespace {
 
-struct Args {
-  int ranks = 2, steps = 5, warmup = 1, batch = 4, seq = 128, layers = 6, embd = 512, vocab = 10240;
-};
+using Args = gsbench::ModelArgs;
+using gsbench::model_config;
 
 Args parse(int argc, char** argv) {
-  Args a;
-  std::map<std::string, int*> ints{{"--ranks", &a.ranks}, {"--steps", &a.steps}, {"--warmup", &a.warmup},
-                                   {"--batch", &a.batch}, {"--seq", &a.seq},     {"--layers", &a.layers},
-                                   {"--embd", &a.embd},   {"--vocab", &a.vocab}};
-  gsbench::parse_int_flags(argc, argv, ints, "bench_fsdp_step");
-  return a;
-}
-
-greenshard::GPTConfig model_config(const Args& a) {
-  greenshard::GPTConfig gc;
-  gc.vocab_size = a.vocab;
-  gc.block_size = a.seq;
-  gc.n_layer = a.layers;
-  gc.n_embd = a.embd;
-  gc.n_head = std::max(1, a.embd / 64);
-  return gc;
+  Args d;
+  return gsbench::parse_model_flags(argc, argv, d, "bench_fsdp_step");
 }
 
 std::string blas_name() {

@@ -1,6 +1,7 @@
 // `greenshard-worker prepare` (worker/prepare.h) and the shards it writes
 // (TokenDataset, worker/data.h): the real binary as a child process.
 #include "common/spawn.h"
+#include "common/fifo_feed.h"
 #include "worker/data.h"
 #include "worker/prepare.h"
 #include "worker/tokenizer.h"
@@ -407,24 +408,7 @@ TEST(Prepare, StreamsACorpusThreeTimesTheMemoryBoundThroughAPipeInBoundedMemory)
   const std::string block = generated_text(20000, 7);  // ~1.3 MB, written over and over
   const int64_t repeats = (int64_t{1536} << 20) / static_cast<int64_t>(block.size()) + 1;
   const int64_t total = repeats * static_cast<int64_t>(block.size());
-  std::thread writer([&] {
-    const int fd = ::open(fifo.c_str(), O_WRONLY);  // blocks until prepare opens it
-    if (fd < 0) return;
-    for (int64_t k = 0; k < repeats; ++k) {
-      const char* p = block.data();
-      size_t n = block.size();
-      while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
-        if (w <= 0) {
-          ::close(fd);
-          return;
-        }
-        p += w;
-        n -= static_cast<size_t>(w);
-      }
-    }
-    ::close(fd);
-  });
+  std::thread writer = gstest::feed_fifo(fifo, block, repeats);  // blocks until prepare opens it
   const auto run = run_measured({kWorker, "prepare", "--input", fifo, "--out", dir.file("out"), "--threads", "2"},
                                 dir.file("log.txt"));
   writer.join();
