@@ -134,7 +134,7 @@ Store::Store(const std::string& path) : path_(path) {
       Stmt st(db_, "PRAGMA journal_mode=WAL;");
       wal_ = sqlite3_step(st.s) == SQLITE_ROW && st.col_text(0) == "wal";
     }
-    // WAL: commits go to the WAL file and the sync thread fsyncs it before
+    // WAL: commits go to the WAL file and a leader fsyncs it before
     // anyone is answered (NORMAL syncs around checkpoints and when the WAL
     // restarts); without WAL (a file system without shared memory),
     // SQLite's own fsync at every commit.
@@ -157,19 +157,13 @@ Store::Store(const std::string& path) : path_(path) {
     sqlite3_close(db_);
     throw;
   }
-  writer_ = std::thread([this] { writer_loop(); });
-  syncer_ = std::thread([this] { sync_loop(); });
 }
 
 Store::~Store() {
   {
-    std::lock_guard<std::mutex> l(q_mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> l(sync_mu_);
+    closed_ = true;
   }
-  q_cv_.notify_all();
-  sync_cv_.notify_all();
-  writer_.join();
-  syncer_.join();
   if (wal_fd_ >= 0) ::close(wal_fd_);
   for (auto& [sql, st] : stmts_) sqlite3_finalize(st);
   sqlite3_close(db_);
@@ -258,102 +252,62 @@ std::vector<MeasuredScaling> Store::measured_scaling(const std::string& job_id) 
   });
 }
 
-void Store::submit(Batch& b) {
-  std::unique_lock<std::mutex> l(q_mu_);
-  if (stop_) throw StoreError("job store is closed");
-  queue_.push_back(&b);
-  q_cv_.notify_one();
-  done_cv_.wait(l, [&] { return b.done; });
-  if (!b.error.empty()) throw StoreError(b.error);
-}
-
-// Stage 1: every queued batch in one transaction, into the WAL (page
-// cache); a batch whose transaction failed is answered at once, the others
-// wait for stage 2.
-void Store::writer_loop() {
-  std::unique_lock<std::mutex> l(q_mu_);
-  for (;;) {
-    q_cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-    if (queue_.empty() && stop_) {
-      writer_done_ = true;
-      sync_cv_.notify_all();
+void Store::submit(const Batch& b) {
+  int64_t txn = 0;
+  {
+    std::lock_guard<std::mutex> dl(db_mu_);
+    {
+      std::lock_guard<std::mutex> l(sync_mu_);
+      if (closed_) throw StoreError("job store is closed");
+    }
+    commit(b);  // throws: nothing written
+    std::lock_guard<std::mutex> l(sync_mu_);
+    if (!wal_) {
+      ++commits_;  // fsync'd by SQLite itself (synchronous=FULL)
       return;
     }
-    std::vector<Batch*> batches(queue_.begin(), queue_.end());
-    queue_.clear();
-    l.unlock();
-    // db_mu_ until the transaction is counted: a reader (wait_durable) then
-    // waits for its fsync.
-    std::unique_lock<std::mutex> dl(db_mu_);
-    commit(batches);
-    l.lock();
-    dl.unlock();
-    bool answered = false, to_sync = false;
-    for (Batch* b : batches) {
-      if (!b->error.empty() || !wal_) {
-        b->done = true;  // failed (nothing written), or fsync'd by SQLite itself
-        answered = true;
-      } else {
-        unsynced_.push_back(b);
-        to_sync = true;
-      }
-    }
-    if (!wal_) ++commits_;
-    if (to_sync) {
-      ++txn_committed_;
-      sync_cv_.notify_all();
-    }
-    if (answered) done_cv_.notify_all();
+    txn = ++txn_committed_;
   }
+  sync_through(txn);
 }
 
-// Stage 2: one fdatasync of the WAL for every transaction committed before
-// it starts; then their callers are answered.
-void Store::sync_loop() {
-  using Clock = std::chrono::steady_clock;
-  size_t gather = 0;  // batches this sync waits for: those waiting + those the last one answered
-  std::unique_lock<std::mutex> l(q_mu_);
-  for (;;) {
-    sync_cv_.wait(l, [&] { return !unsynced_.empty() || writer_done_; });
-    if (unsynced_.empty()) return;  // writer_done_
-    // The writers the previous fsync answered usually submit again at once
-    // (a client's next request): wait a little for them, so that they share
-    // this fsync instead of forming a group of their own behind it. Bounded
-    // by a quarter of an fsync and 0.5 ms (a writer that does not come back,
-    // e.g. the scheduler, costs at most that); not when stopping.
-    if (unsynced_.size() < gather && !stop_) {
-      const auto wait = std::chrono::duration<double>(std::min(0.25 * fsync_ewma_s_, 0.0005));
-      sync_cv_.wait_until(l, Clock::now() + std::chrono::duration_cast<Clock::duration>(wait),
-                          [&] { return unsynced_.size() >= gather || stop_; });
+void Store::sync_through(int64_t txn) {
+  std::unique_lock<std::mutex> l(sync_mu_);
+  while (txn_synced_ < txn) {
+    if (syncing_) {
+      synced_cv_.wait(l);
+      continue;
     }
-    std::vector<Batch*> group;
-    group.swap(unsynced_);
-    const int64_t upto = txn_committed_;
+    // Lead: one fdatasync for every transaction committed so far.
+    syncing_ = true;
+    const int64_t after = txn_synced_, upto = txn_committed_;
     l.unlock();
-    const auto t0 = Clock::now();
     std::string err;
-    const int fd = wal_fd();
-    if (fd < 0) err = std::string("job store: cannot open its WAL: ") + std::strerror(errno);
-    else if (::fdatasync(fd) != 0) err = std::string("job store: fsync of its WAL failed: ") + std::strerror(errno);
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (wal_fd_ < 0) err = "job store: cannot open its WAL";
+    else if (::fdatasync(wal_fd_) != 0) err = std::string("job store: fsync of its WAL failed: ") + std::strerror(errno);
     l.lock();
-    fsync_ewma_s_ = 0.8 * fsync_ewma_s_ + 0.2 * dt;
+    syncing_ = false;
     txn_synced_ = upto;
     ++commits_;
-    for (Batch* b : group) {
-      b->error = err;
-      b->done = true;
-    }
-    gather = unsynced_.size() + group.size();
-    done_cv_.notify_all();
+    if (!err.empty()) failed_.push_back({after, upto, err});
+    synced_cv_.notify_all();
   }
+  for (const FailedSync& f : failed_)
+    if (txn > f.after && txn <= f.upto) throw StoreError(f.error);
 }
 
-void Store::wait_durable() {
+void Store::wait_durable() {  // under db_mu_
   if (!wal_) return;
-  std::unique_lock<std::mutex> l(q_mu_);
-  const int64_t upto = txn_committed_;
-  done_cv_.wait(l, [&] { return txn_synced_ >= upto; });
+  int64_t upto = 0;
+  {
+    std::lock_guard<std::mutex> l(sync_mu_);
+    upto = txn_committed_;
+  }
+  try {
+    sync_through(upto);
+  } catch (const StoreError&) {
+    // That write's caller has the error; the read goes on.
+  }
 }
 
 sqlite3_stmt* Store::prepared(const char* sql) {  // under db_mu_
@@ -396,8 +350,8 @@ const char kInsertDecision[] =
     "INSERT INTO decisions(cycle, job_id, time_ms, outcome, region, policy, explanation) VALUES(?,?,?,?,?,?,?);";
 }  // namespace
 
-void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
-  auto apply = [&](Batch* b) {
+void Store::commit(const Batch& batch) {  // under db_mu_
+  auto apply = [&](const Batch* b) {
     Stmt up(prepared(kUpsertJob));
     Stmt insc(prepared(kInsertDeclared));
     Stmt delr(prepared(kDeleteReservations));
@@ -480,25 +434,14 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
       }
     }
   };
-  auto run_txn = [&](const std::vector<Batch*>& group) -> std::string {
-    try {
-      Stmt(prepared(kBegin)).run(db_);
-      for (Batch* b : group) apply(b);
-      Stmt(prepared(kCommit)).run(db_);
-      return "";
-    } catch (const StoreError& e) {
-      sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
-      return e.what();
-    }
-  };
-  std::string err = run_txn(batches);
-  if (err.empty()) return;
-  if (batches.size() == 1) {
-    batches[0]->error = err;
-    return;
+  try {
+    Stmt(prepared(kBegin)).run(db_);
+    apply(&batch);
+    Stmt(prepared(kCommit)).run(db_);
+  } catch (const StoreError&) {
+    sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+    throw;
   }
-  // One batch broke the group: commit each alone so only it fails.
-  for (Batch* b : batches) b->error = run_txn({b});
 }
 
 std::vector<Job> Store::load_all() {
@@ -578,7 +521,7 @@ std::vector<LoadSample> Store::load_history() {
 }
 
 int64_t Store::commits() const {
-  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(q_mu_));
+  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(sync_mu_));
   return commits_;
 }
 

@@ -5,22 +5,20 @@
 //     synchronous=FULL: write() returns only after its transaction is
 //     committed and fsync'd, so an acknowledged submission survives SIGKILL
 //     and power loss (of the OS page cache);
-//   - concurrent write() calls are group-committed, in two pipelined
-//     stages: the writer thread takes every queued batch and commits them
-//     in one transaction (WAL, synchronous=NORMAL: into the WAL file, not
-//     yet fsync'd, and not yet acknowledged); the sync thread then
-//     fdatasync()s the WAL once for every transaction committed before it
-//     started, and only then are their callers answered. So the next
-//     group's SQL runs while the previous group's fsync does, and one
-//     fsync covers everything that arrived while the one before it ran.
-//     Each sync waits (at most a fraction of an fsync) for the writers its
-//     previous sync answered, who usually come straight back: with N
-//     clients submitting back to back that makes one group of N per fsync
-//     instead of two alternating groups of N/2. A write is durable exactly
-//     as with synchronous=FULL (which adds nothing in WAL mode but that
-//     fsync at each commit; NORMAL already syncs around checkpoints), and
-//     no read returns a write before it is durable (reads wait for the
-//     sync in flight);
+//   - concurrent write() calls are group-committed, leader/follower style,
+//     in the callers' own threads (no hand-off to a store thread: on small
+//     VMs every thread wake-up costs as much as the SQL): a caller commits
+//     its transaction (WAL, synchronous=NORMAL: into the WAL file, not yet
+//     fsync'd and not yet acknowledged), then, if no fdatasync of the WAL
+//     is running, becomes the leader and runs one for every transaction
+//     committed so far; otherwise it waits for the fsync in flight and, if
+//     that one started before its commit, for the next, led by the first
+//     waiter to wake. So one fsync covers every transaction committed while
+//     the one before it ran. A write is durable exactly as with
+//     synchronous=FULL (which adds nothing in WAL mode but that fsync at
+//     each commit; NORMAL already syncs around checkpoints), and no read
+//     returns a write before it is durable (a read first syncs, or waits
+//     for, every committed transaction);
 //   - the schema version is PRAGMA user_version; opening applies every
 //     migration above it in order, each in its own transaction; a database
 //     newer than this binary (user_version > kSchemaVersion) is refused;
@@ -43,13 +41,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "controller/job.h"
@@ -152,15 +148,14 @@ class Store {
     std::vector<Throughput> throughputs;
     std::vector<std::string> deletes;
     std::vector<DecisionRecord> decisions;
-    bool done = false;
-    std::string error;
   };
   void migrate();
   void exec(const char* sql);
-  void writer_loop();
-  void sync_loop();
-  void submit(Batch& b);  // queues b and waits until it is committed and fsync'd
-  void commit(std::vector<Batch*>& batches);
+  void submit(const Batch& b);  // commits b and returns once it is fsync'd; throws StoreError
+  void commit(const Batch& b);  // under db_mu_: one transaction; throws StoreError (rolled back)
+  // Returns once transactions 1..txn are fsync'd, leading an fsync when none
+  // runs; throws StoreError when the fsync that covered txn failed.
+  void sync_through(int64_t txn);
   void wait_durable();  // under db_mu_: until every committed transaction is fsync'd
   int wal_fd();         // the WAL file (opened on first use), -1 when it cannot be
   // The writer's statements, prepared once (SQLITE_PREPARE_PERSISTENT) and
@@ -174,23 +169,20 @@ class Store {
   std::mutex db_mu_;  // serialises reads with the writer's transactions
   std::map<const char*, sqlite3_stmt*> stmts_;  // prepared(); under db_mu_
 
-  std::mutex q_mu_;
-  std::condition_variable q_cv_, done_cv_;
-  std::deque<Batch*> queue_;
-  bool stop_ = false;
-  int64_t commits_ = 0;  // fsync'd groups
-  std::thread writer_;
-
-  // Committed, not yet fsync'd (under q_mu_).
-  std::vector<Batch*> unsynced_;
-  std::condition_variable sync_cv_;
-  int64_t txn_committed_ = 0, txn_synced_ = 0;  // transactions
-  bool writer_done_ = false;
-  size_t last_released_ = 0;    // batches the previous fsync answered
-  double fsync_ewma_s_ = 0.001;  // mean fsync time (s)
-  int wal_fd_ = -1;      // used by the constructor, then by the sync thread only
+  // Group commit (under sync_mu_).
+  struct FailedSync {
+    int64_t after, upto;  // transactions after..upto (exclusive..inclusive)
+    std::string error;
+  };
+  std::mutex sync_mu_;
+  std::condition_variable synced_cv_;
+  bool closed_ = false;
+  bool syncing_ = false;                        // a leader's fdatasync is running
+  int64_t txn_committed_ = 0, txn_synced_ = 0;  // transactions (WAL mode)
+  int64_t commits_ = 0;                         // fsyncs (WAL mode), else transactions
+  std::vector<FailedSync> failed_;              // fsyncs that failed (rare: the store is then unusable)
+  int wal_fd_ = -1;      // opened by the constructor; read-only afterwards
   bool wal_ = false;     // journal_mode is WAL
-  std::thread syncer_;
 };
 
 }  // namespace controller
