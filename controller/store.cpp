@@ -252,61 +252,87 @@ std::vector<MeasuredScaling> Store::measured_scaling(const std::string& job_id) 
   });
 }
 
-void Store::submit(const Batch& b) {
-  int64_t txn = 0;
-  {
-    std::lock_guard<std::mutex> dl(db_mu_);
-    {
-      std::lock_guard<std::mutex> l(sync_mu_);
-      if (closed_) throw StoreError("job store is closed");
+void Store::submit(Batch& b) {
+  std::unique_lock<std::mutex> l(sync_mu_);
+  if (closed_) throw StoreError("job store is closed");
+  queue_.push_back(&b);
+  for (;;) {
+    if (b.stage == Batch::Stage::kDone) break;
+    if (b.stage == Batch::Stage::kQueued && !committing_) {
+      commit_queued(l);  // ours, and every batch queued with it
+    } else if (b.stage == Batch::Stage::kCommitted && !syncing_) {
+      sync_once(l);
+    } else {
+      b.cv.wait(l);
     }
-    commit(b);  // throws: nothing written
-    std::lock_guard<std::mutex> l(sync_mu_);
-    if (!wal_) {
-      ++commits_;  // fsync'd by SQLite itself (synchronous=FULL)
-      return;
-    }
-    txn = ++txn_committed_;
   }
-  sync_through(txn);
+  if (!b.error.empty()) throw StoreError(b.error);
 }
 
-void Store::sync_through(int64_t txn) {
-  std::unique_lock<std::mutex> l(sync_mu_);
-  while (txn_synced_ < txn) {
-    if (syncing_) {
-      synced_cv_.wait(l);
-      continue;
-    }
-    // Lead: one fdatasync for every transaction committed so far.
-    syncing_ = true;
-    const int64_t after = txn_synced_, upto = txn_committed_;
-    l.unlock();
-    std::string err;
-    if (wal_fd_ < 0) err = "job store: cannot open its WAL";
-    else if (::fdatasync(wal_fd_) != 0) err = std::string("job store: fsync of its WAL failed: ") + std::strerror(errno);
-    l.lock();
-    syncing_ = false;
-    txn_synced_ = upto;
-    ++commits_;
-    if (!err.empty()) failed_.push_back({after, upto, err});
-    synced_cv_.notify_all();
+// Wakes one caller to lead each stage that has work and no leader (the
+// others sleep on: with 32 callers, waking all at every stage's end costs
+// more than the stage).
+void Store::wake_leaders() {  // under sync_mu_
+  if (!committing_ && !queue_.empty()) queue_.front()->cv.notify_one();
+  if (!syncing_ && !unsynced_.empty()) unsynced_.front()->cv.notify_one();
+}
+
+void Store::commit_queued(std::unique_lock<std::mutex>& l) {
+  committing_ = true;
+  std::vector<Batch*> group;
+  group.swap(queue_);
+  l.unlock();
+  {
+    std::lock_guard<std::mutex> dl(db_mu_);
+    commit(group);
   }
-  for (const FailedSync& f : failed_)
-    if (txn > f.after && txn <= f.upto) throw StoreError(f.error);
+  l.lock();
+  committing_ = false;
+  bool committed = false;
+  for (Batch* g : group) {
+    if (!g->error.empty() || !wal_) {  // failed (nothing written), or fsync'd by SQLite itself
+      g->stage = Batch::Stage::kDone;
+      g->cv.notify_one();
+    } else {
+      g->stage = Batch::Stage::kCommitted;
+      unsynced_.push_back(g);
+      committed = true;
+    }
+  }
+  if (committed) ++txn_committed_;
+  if (!wal_) ++commits_;
+  wake_leaders();
+}
+
+void Store::sync_once(std::unique_lock<std::mutex>& l) {
+  syncing_ = true;
+  std::vector<Batch*> group;
+  group.swap(unsynced_);
+  const int64_t upto = txn_committed_;
+  l.unlock();
+  std::string err;
+  if (wal_fd_ < 0) err = "job store: cannot open its WAL";
+  else if (::fdatasync(wal_fd_) != 0) err = std::string("job store: fsync of its WAL failed: ") + std::strerror(errno);
+  l.lock();
+  syncing_ = false;
+  txn_synced_ = upto;
+  ++commits_;
+  for (Batch* g : group) {
+    g->error = err;
+    g->stage = Batch::Stage::kDone;
+    g->cv.notify_one();
+  }
+  readers_cv_.notify_all();
+  wake_leaders();
 }
 
 void Store::wait_durable() {  // under db_mu_
   if (!wal_) return;
-  int64_t upto = 0;
-  {
-    std::lock_guard<std::mutex> l(sync_mu_);
-    upto = txn_committed_;
-  }
-  try {
-    sync_through(upto);
-  } catch (const StoreError&) {
-    // That write's caller has the error; the read goes on.
+  std::unique_lock<std::mutex> l(sync_mu_);
+  const int64_t upto = txn_committed_;  // a failed fsync is its writers' error; the read goes on
+  while (txn_synced_ < upto) {
+    if (!syncing_) sync_once(l);
+    else readers_cv_.wait(l);
   }
 }
 
@@ -350,7 +376,7 @@ const char kInsertDecision[] =
     "INSERT INTO decisions(cycle, job_id, time_ms, outcome, region, policy, explanation) VALUES(?,?,?,?,?,?,?);";
 }  // namespace
 
-void Store::commit(const Batch& batch) {  // under db_mu_
+void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
   auto apply = [&](const Batch* b) {
     Stmt up(prepared(kUpsertJob));
     Stmt insc(prepared(kInsertDeclared));
@@ -434,14 +460,25 @@ void Store::commit(const Batch& batch) {  // under db_mu_
       }
     }
   };
-  try {
-    Stmt(prepared(kBegin)).run(db_);
-    apply(&batch);
-    Stmt(prepared(kCommit)).run(db_);
-  } catch (const StoreError&) {
-    sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
-    throw;
+  auto run_txn = [&](const std::vector<Batch*>& group) -> std::string {
+    try {
+      Stmt(prepared(kBegin)).run(db_);
+      for (Batch* b : group) apply(b);
+      Stmt(prepared(kCommit)).run(db_);
+      return "";
+    } catch (const StoreError& e) {
+      sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+      return e.what();
+    }
+  };
+  std::string err = run_txn(batches);
+  if (err.empty()) return;
+  if (batches.size() == 1) {
+    batches[0]->error = err;
+    return;
   }
+  // One batch broke the group: commit each alone so only it fails.
+  for (Batch* b : batches) b->error = run_txn({b});
 }
 
 std::vector<Job> Store::load_all() {

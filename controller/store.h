@@ -5,20 +5,21 @@
 //     synchronous=FULL: write() returns only after its transaction is
 //     committed and fsync'd, so an acknowledged submission survives SIGKILL
 //     and power loss (of the OS page cache);
-//   - concurrent write() calls are group-committed, leader/follower style,
-//     in the callers' own threads (no hand-off to a store thread: on small
-//     VMs every thread wake-up costs as much as the SQL): a caller commits
-//     its transaction (WAL, synchronous=NORMAL: into the WAL file, not yet
-//     fsync'd and not yet acknowledged), then, if no fdatasync of the WAL
-//     is running, becomes the leader and runs one for every transaction
-//     committed so far; otherwise it waits for the fsync in flight and, if
-//     that one started before its commit, for the next, led by the first
-//     waiter to wake. So one fsync covers every transaction committed while
-//     the one before it ran. A write is durable exactly as with
-//     synchronous=FULL (which adds nothing in WAL mode but that fsync at
-//     each commit; NORMAL already syncs around checkpoints), and no read
-//     returns a write before it is durable (a read first syncs, or waits
-//     for, every committed transaction);
+//   - concurrent write() calls are group-committed in the callers' own
+//     threads (no hand-off to a store thread: on small VMs a thread
+//     wake-up costs about as much as the SQL), in two stages that overlap:
+//     (1) a caller whose batch is queued and finds no commit running leads
+//     one: every queued batch, its own and others', in one transaction
+//     (WAL, synchronous=NORMAL: into the WAL file, not yet fsync'd and not
+//     yet acknowledged); (2) a caller whose batch is committed and finds no
+//     fsync running leads one fdatasync of the WAL for every transaction
+//     committed so far. Everyone else waits for the stage in flight. So the
+//     next group's SQL runs while the previous group's fsync does, and one
+//     fsync covers everything committed while the one before it ran. A
+//     write is durable exactly as with synchronous=FULL (which adds nothing
+//     in WAL mode but that fsync at each commit; NORMAL already syncs
+//     around checkpoints), and no read returns a write before it is durable
+//     (a read first syncs, or waits for, every committed transaction);
 //   - the schema version is PRAGMA user_version; opening applies every
 //     migration above it in order, each in its own transaction; a database
 //     newer than this binary (user_version > kSchemaVersion) is refused;
@@ -143,19 +144,28 @@ class Store {
     int64_t time_ms = 0;
   };
   struct Batch {
+    enum class Stage { kQueued, kCommitted, kDone };  // kDone: durable, or failed (error)
+    Stage stage = Stage::kQueued;
+    std::condition_variable cv;  // its caller waits here (under sync_mu_)
     std::vector<Row> rows;
     std::vector<LoadSample> loads;
     std::vector<Throughput> throughputs;
     std::vector<std::string> deletes;
     std::vector<DecisionRecord> decisions;
+    std::string error;  // its transaction failed (nothing of it written)
   };
   void migrate();
   void exec(const char* sql);
-  void submit(const Batch& b);  // commits b and returns once it is fsync'd; throws StoreError
-  void commit(const Batch& b);  // under db_mu_: one transaction; throws StoreError (rolled back)
-  // Returns once transactions 1..txn are fsync'd, leading an fsync when none
-  // runs; throws StoreError when the fsync that covered txn failed.
-  void sync_through(int64_t txn);
+  // Queues b and returns once it is committed and fsync'd, leading the
+  // commit or the fsync when none is running; throws StoreError (b's
+  // transaction failed: nothing of it written; or its fsync failed).
+  void submit(Batch& b);
+  void commit_queued(std::unique_lock<std::mutex>& l);  // under sync_mu_ (released meanwhile)
+  void sync_once(std::unique_lock<std::mutex>& l);      // under sync_mu_ (released meanwhile)
+  void wake_leaders();                                  // under sync_mu_
+  // Under db_mu_: every batch in one transaction; when that fails, each
+  // alone, so that only the bad one fails (its error set, rolled back).
+  void commit(std::vector<Batch*>& batches);
   void wait_durable();  // under db_mu_: until every committed transaction is fsync'd
   int wal_fd();         // the WAL file (opened on first use), -1 when it cannot be
   // The writer's statements, prepared once (SQLITE_PREPARE_PERSISTENT) and
@@ -170,17 +180,15 @@ class Store {
   std::map<const char*, sqlite3_stmt*> stmts_;  // prepared(); under db_mu_
 
   // Group commit (under sync_mu_).
-  struct FailedSync {
-    int64_t after, upto;  // transactions after..upto (exclusive..inclusive)
-    std::string error;
-  };
   std::mutex sync_mu_;
-  std::condition_variable synced_cv_;
   bool closed_ = false;
-  bool syncing_ = false;                        // a leader's fdatasync is running
-  int64_t txn_committed_ = 0, txn_synced_ = 0;  // transactions (WAL mode)
-  int64_t commits_ = 0;                         // fsyncs (WAL mode), else transactions
-  std::vector<FailedSync> failed_;              // fsyncs that failed (rare: the store is then unusable)
+  std::vector<Batch*> queue_;     // not committed yet
+  std::vector<Batch*> unsynced_;  // committed, waiting for an fsync
+  bool committing_ = false;       // a leader's transaction is running
+  bool syncing_ = false;          // a leader's fdatasync is running
+  int64_t txn_committed_ = 0, txn_synced_ = 0;  // commit generations (WAL mode)
+  int64_t commits_ = 0;           // fsyncs (WAL mode), else transactions
+  std::condition_variable readers_cv_;  // an fsync ended (wait_durable)
   int wal_fd_ = -1;      // opened by the constructor; read-only afterwards
   bool wal_ = false;     // journal_mode is WAL
 };

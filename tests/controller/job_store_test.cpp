@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -243,6 +244,38 @@ TEST(ControllerStore, ConcurrentWritersAreGroupCommitted) {
   EXPECT_EQ(s.load_all().size(), size_t(kThreads * kEach));
   // Fewer transactions than writes: batches were shared.
   EXPECT_LT(s.commits(), kThreads * kEach);
+}
+
+TEST(ControllerStore, ABadWriteAmongConcurrentWritersFailsAloneAndNothingOfItIsStored) {
+  gstest::TempDir dir;
+  Store s(dir.file("c.db"));
+  Job first("first", "t", spec(), 1);
+  first.seq = 1;
+  s.write_one(first);
+  // 8 writers; one of writer 0's jobs reuses seq 1 (UNIQUE), so its
+  // transaction fails, whichever group it was committed with.
+  constexpr int kThreads = 8, kEach = 20;
+  std::atomic<int> failures{0}, others_failed{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const bool bad = t == 0 && i == kEach / 2;
+        Job j(bad ? "bad" : "j" + std::to_string(t) + "x" + std::to_string(i), "t", spec(), 1);
+        j.seq = bad ? 1 : 10 + t * 1000 + i;
+        try {
+          s.write_one(j);
+        } catch (const StoreError&) {
+          (bad ? failures : others_failed)++;
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures.load(), 1);
+  EXPECT_EQ(others_failed.load(), 0);
+  const auto all = s.load_all();
+  EXPECT_EQ(all.size(), size_t(1 + kThreads * kEach - 1));
+  for (const Job& j : all) EXPECT_NE(j.id(), "bad");
 }
 
 TEST(ControllerRegistry, IdempotencyKeyReturnsTheSameJobAndRefusesAnotherBody) {
