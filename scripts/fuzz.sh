@@ -21,7 +21,7 @@
 # some targets link), FUZZ_DIR (default $BUILD/fuzz-campaign: binaries, the
 # growing corpora, artifacts, logs), CLANGXX (default clang++), FUZZ_ARGS
 # (extra libFuzzer flags), FUZZ_CHUNK (inputs per libFuzzer process,
-# default 1000000).
+# default 200000).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ALL=(fuzz_parsers fuzz_worker_config fuzz_checkpoint_manifest fuzz_carbon_csv fuzz_provider_json
@@ -40,7 +40,7 @@ EXECS_EACH=0
 [[ $# -ge 3 ]] && EXECS_EACH=$3
 [[ $SECONDS_EACH =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: SECONDS: '$SECONDS_EACH' is not a positive integer" >&2; exit 2; }
 [[ $EXECS_EACH =~ ^[0-9]+$ ]] || { echo "fuzz.sh: EXECUTIONS: '$EXECS_EACH' is not a non-negative integer" >&2; exit 2; }
-CHUNK=${FUZZ_CHUNK:-1000000}
+CHUNK=${FUZZ_CHUNK:-200000}
 [[ $CHUNK =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: FUZZ_CHUNK: '$CHUNK' is not a positive integer" >&2; exit 2; }
 BUILD=${BUILD:-$ROOT/build}
 FUZZ_DIR=${FUZZ_DIR:-$BUILD/fuzz-campaign}
