@@ -285,8 +285,10 @@ void Store::commit_queued(std::unique_lock<std::mutex>& l) {
   {
     std::lock_guard<std::mutex> dl(db_mu_);
     commit(group);
+    // db_mu_ until the transaction is counted (txn_committed_ below): a
+    // reader (wait_durable, under db_mu_) then waits for its fsync.
+    l.lock();
   }
-  l.lock();
   committing_ = false;
   bool committed = false;
   for (Batch* g : group) {
