@@ -73,8 +73,20 @@ start_controller() {  # NAME -> the URL, once /healthz answers
 url=$(start_controller ctl1)
 # No worker in the slim image: the controller says at start that its default
 # local region cannot launch jobs (the chart configures Kubernetes regions).
-"${podman[@]}" logs ctl1 2>&1 | grep -q 'warning: --worker /usr/local/bin/greenshard-worker: .*local region(s) local will fail to launch' \
-  || fail "the controller did not warn that its image has no worker"
+# The logs are read whole before grep: `podman logs | grep -q` under pipefail
+# failed whenever grep matched and exited before podman's next write, which
+# then died of SIGPIPE (podman writes each line apart, stderr and stdout in
+# either order). conmon copies the container's stderr to the log file on its
+# own, so the line is waited for (10 s at most).
+warned=false
+for _ in $(seq 1 100); do
+  ctl1_logs=$("${podman[@]}" logs ctl1 2>&1) || fail "podman logs ctl1 failed: $ctl1_logs"
+  if grep -q 'warning: --worker /usr/local/bin/greenshard-worker: .*local region(s) local will fail to launch' <<<"$ctl1_logs"; then
+    warned=true; break
+  fi
+  sleep 0.1
+done
+$warned || fail "the controller did not warn that its image has no worker"
 [ "$(curl -sf "$url/healthz")" = '{"status":"ok"}' ] || fail "/healthz did not answer ok"
 auth=(-H "Authorization: Bearer image-test-token-0123456789" -H "Content-Type: application/json")
 job='{"name":"image-test","worker":{"data":{"train":"/workspace/data/train-*.bin"},"schedule":{"steps":5}},"regions":["local"],"nodes":1,"procs_per_node":1,
