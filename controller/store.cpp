@@ -313,12 +313,15 @@ void Store::sync_once(std::unique_lock<std::mutex>& l) {
   const int64_t upto = txn_committed_;
   l.unlock();
   std::string err;
+  const auto t0 = std::chrono::steady_clock::now();
   if (wal_fd_ < 0) err = "job store: cannot open its WAL";
   else if (::fdatasync(wal_fd_) != 0) err = std::string("job store: fsync of its WAL failed: ") + std::strerror(errno);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   l.lock();
   syncing_ = false;
   txn_synced_ = upto;
   ++commits_;
+  sync_ns_ += ns;
   for (Batch* g : group) {
     g->error = err;
     g->stage = Batch::Stage::kDone;
@@ -562,6 +565,11 @@ std::vector<LoadSample> Store::load_history() {
 int64_t Store::commits() const {
   std::lock_guard<std::mutex> l(const_cast<std::mutex&>(sync_mu_));
   return commits_;
+}
+
+double Store::sync_seconds() const {
+  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(sync_mu_));
+  return double(sync_ns_) * 1e-9;
 }
 
 }  // namespace controller

@@ -127,6 +127,10 @@ class Store {
 
   // Number of committed transactions (for tests and the bench: group commit).
   int64_t commits() const;
+  // Seconds spent in the WAL's fdatasync so far, over commits() of them
+  // (WAL mode; 0 otherwise, where SQLite syncs inside the commit). For the
+  // bench: what the disk costs for what a commit writes.
+  double sync_seconds() const;
 
  private:
   struct Row {
@@ -188,6 +192,7 @@ class Store {
   bool syncing_ = false;          // a leader's fdatasync is running
   int64_t txn_committed_ = 0, txn_synced_ = 0;  // commit generations (WAL mode)
   int64_t commits_ = 0;           // fsyncs (WAL mode), else transactions
+  int64_t sync_ns_ = 0;           // time in those fsyncs (WAL mode)
   std::condition_variable readers_cv_;  // an fsync ended (wait_durable)
   int wal_fd_ = -1;      // opened by the constructor; read-only afterwards
   bool wal_ = false;     // journal_mode is WAL

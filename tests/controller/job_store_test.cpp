@@ -246,6 +246,24 @@ TEST(ControllerStore, ConcurrentWritersAreGroupCommitted) {
   EXPECT_LT(s.commits(), kThreads * kEach);
 }
 
+TEST(ControllerStore, EveryFsyncOfTheWalIsCountedAndTimed) {
+  gstest::TempDir dir;
+  Store s(dir.file("t.db"));
+  EXPECT_EQ(s.commits(), 0);
+  EXPECT_EQ(s.sync_seconds(), 0.0);
+  Job a("ja", "t", spec(), 1);
+  a.seq = 1;
+  s.write_one(a);
+  EXPECT_EQ(s.commits(), 1);
+  const double first = s.sync_seconds();
+  EXPECT_GT(first, 0.0);
+  Job b("jb", "t", spec(), 1);
+  b.seq = 2;
+  s.write_one(b);
+  EXPECT_EQ(s.commits(), 2);
+  EXPECT_GT(s.sync_seconds(), first);
+}
+
 TEST(ControllerStore, ABadWriteAmongConcurrentWritersFailsAloneAndNothingOfItIsStored) {
   gstest::TempDir dir;
   Store s(dir.file("c.db"));
