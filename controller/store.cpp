@@ -563,12 +563,12 @@ std::vector<LoadSample> Store::load_history() {
 }
 
 int64_t Store::commits() const {
-  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(sync_mu_));
+  std::lock_guard<std::mutex> l(sync_mu_);
   return commits_;
 }
 
 double Store::sync_seconds() const {
-  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(sync_mu_));
+  std::lock_guard<std::mutex> l(sync_mu_);
   return double(sync_ns_) * 1e-9;
 }
 

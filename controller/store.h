@@ -184,7 +184,7 @@ class Store {
   std::map<const char*, sqlite3_stmt*> stmts_;  // prepared(); under db_mu_
 
   // Group commit (under sync_mu_).
-  std::mutex sync_mu_;
+  mutable std::mutex sync_mu_;  // mutable: the const counters read under it
   bool closed_ = false;
   std::vector<Batch*> queue_;     // not committed yet
   std::vector<Batch*> unsynced_;  // committed, waiting for an fsync
