@@ -301,8 +301,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(warmup), run_scheduler ? "running" : "off");
 
   // The disk, idle, before the rows (and again after them, below).
-  std::vector<double> fsync_ms = probe_fdatasync(dir, 1000);
-  if (fsync_ms.empty()) {
+  std::vector<double> probe_ms = probe_fdatasync(dir, 1000);
+  if (probe_ms.empty()) {
     std::fprintf(stderr, "bench_controller_load: cannot write and fdatasync a probe file in %s\n", dir.c_str());
     return 1;
   }
@@ -341,13 +341,12 @@ int main(int argc, char** argv) {
 
   {
     std::vector<double> after = probe_fdatasync(dir, 1000);
-    fsync_ms.insert(fsync_ms.end(), after.begin(), after.end());
+    probe_ms.insert(probe_ms.end(), after.begin(), after.end());
   }
-  std::vector<double> fsync_sorted = fsync_ms;
-  const double fsync_p50 = pct(fsync_sorted, 50), fsync_p99 = pct(fsync_sorted, 99);
+  const double fsync_p50 = pct(probe_ms, 50), fsync_p99 = pct(probe_ms, 99);
   std::printf("# disk: one 4 KiB overwrite + fdatasync in the store's directory, idle, %zu rounds (before and after "
               "the rows): p50 %.3f ms, p99 %.3f ms\n#\n",
-              fsync_ms.size(), fsync_p50, fsync_p99);
+              probe_ms.size(), fsync_p50, fsync_p99);
 
   std::printf("# %7s | %-88s | %-60s | %s\n", "", "durable (fsync'd before the reply)", "dry run (nothing stored)",
               "ratio");
@@ -359,8 +358,11 @@ int main(int argc, char** argv) {
   // L: a durable submission does all of a dry run's work, which took at
   // least this long (mean latency, n / rate, at the least loaded row).
   double l_ms = 0;
-  for (const auto& l : lines)
-    if (l.dry.rate > 0 && (l_ms == 0 || 1000.0 * l.clients / l.dry.rate < l_ms)) l_ms = 1000.0 * l.clients / l.dry.rate;
+  for (const auto& l : lines) {
+    if (!(l.dry.rate > 0)) continue;
+    const double ms = 1000.0 * l.clients / l.dry.rate;
+    l_ms = l_ms == 0 ? ms : std::min(l_ms, ms);
+  }
   for (const auto& l : lines) {
     const auto& d = l.durable;
     const auto& r = l.dry;
