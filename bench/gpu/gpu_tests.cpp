@@ -14,6 +14,7 @@
 #include "shard/checkpoint.h"
 #include "shard/communicator.h"
 #include "shard/fully_shard.h"
+#include "shard/launch.h"  // free_loopback_port
 #include "shard/rendezvous.h"
 
 #include "flat_param.h"       // shard/src: free_storage / alloc_storage
@@ -29,8 +30,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <torch/optim/adamw.h>
 #include <torch/version.h>
 #include <unistd.h>
@@ -63,27 +62,13 @@ namespace {
     }                                                                                     \
   } while (0)
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
 std::shared_ptr<shard::Rendezvous> g_rdzv;
 
 shard::Rendezvous& rdzv() {
   if (!g_rdzv) {
     shard::RendezvousInfo info;
     info.master_addr = "127.0.0.1";
-    info.master_port = free_port();
+    info.master_port = shard::free_loopback_port();
     shard::CommunicatorOptions o;
     o.timeout = std::chrono::seconds(60);
     g_rdzv = shard::Rendezvous::connect(info, o);

@@ -21,6 +21,7 @@
 // (mfu and tokens_per_s with sdpa attention; nan where a section failed).
 #include "shard/communicator.h"
 #include "shard/fully_shard.h"
+#include "shard/launch.h"  // free_loopback_port
 #include "shard/rendezvous.h"
 
 #include "worker/model.h"
@@ -31,15 +32,12 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/optim/adamw.h>
 #include <torch/version.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -59,19 +57,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 at::TensorOptions cuda(at::ScalarType t) { return at::TensorOptions().dtype(t).device(at::kCUDA, 0); }
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
 
 double gpu_ms(const std::function<void()>& f) {
   auto s = c10::cuda::getCurrentCUDAStream(0);
@@ -280,7 +265,7 @@ int main(int argc, char** argv) {
   try {
     shard::RendezvousInfo info;
     info.master_addr = "127.0.0.1";
-    info.master_port = free_port();
+    info.master_port = shard::free_loopback_port();
     rdzv = shard::Rendezvous::connect(info);
     if (collectives) collectives_table(*rdzv);
   } catch (const std::exception& e) {

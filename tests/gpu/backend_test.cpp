@@ -1,32 +1,17 @@
 // Backend selection in any build (runs without a GPU): which backend a
 // compute device gets, and what a build without GREENSHARD_CUDA answers to
 // an NCCL group.
+#include "shard/launch.h"  // free_loopback_port
 #include "shard/rendezvous.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace {
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
 
 std::shared_ptr<shard::Rendezvous> one_rank() {
   shard::RendezvousInfo info;
   info.master_addr = "127.0.0.1";
-  info.master_port = free_port();
+  info.master_port = shard::free_loopback_port();
   return shard::Rendezvous::connect(info);
 }
 
