@@ -80,20 +80,8 @@ Forecast CarbonAwareSdkProvider::forecast(const std::string& zone, Time now, Hou
   auto data = fc->find("forecastData");
   if (data == fc->end() || !data->is_array())
     throw ProviderError(Kind::kMalformed, who + ": missing 'forecastData' array");
-  // Points from the hour of `now` (one of them may be in force at the step
-  // of `now`) to the end of the horizon from that step.
-  const Seconds step = options_.resolution;
-  const Time t0 = floor_to_step(now, step);
-  std::vector<IntensitySample> pts;
-  for (const auto& e : *data) {
-    auto p = forecast_point(e, who);
-    if (p.time >= floor_hour(now) && p.time < t0 + horizon) pts.push_back(p);
-  }
-  if (pts.empty()) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
   Forecast f;
-  f.series = detail::regular_series(zone, pts, who, step);
-  if (f.series.end() <= t0) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
-  f.series = f.series.slice(t0, t0 + horizon);
+  f.series = detail::forecast_series(zone, *data, forecast_point, now, options_.resolution, horizon, who);
   f.generated_at = fc->contains("generatedAt") ? detail::time_member(*fc, "generatedAt", who) : now;
   if (auto o = fc->find("optimalDataPoints"); o != fc->end()) {
     if (!o->is_array()) throw ProviderError(Kind::kMalformed, who + ": 'optimalDataPoints' is not an array");

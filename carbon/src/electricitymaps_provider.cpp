@@ -106,19 +106,8 @@ Forecast ElectricityMapsProvider::forecast(const std::string& zone, Time now, Ho
   const Seconds step = options_.resolution;
   auto body =
       detail::get_json(options_, "/v3/carbon-intensity/forecast", query(zone, step), {{"auth-token", token_}}, who);
-  // Points from the hour of `now` (one of them may be in force at the step
-  // of `now`) to the end of the horizon from that step.
-  const Time t0 = floor_to_step(now, step);
-  std::vector<IntensitySample> pts;
-  for (const auto& e : array_member(body, "forecast", who)) {
-    auto p = point(e, who);
-    if (p.time >= floor_hour(now) && p.time < t0 + horizon) pts.push_back(p);
-  }
-  if (pts.empty()) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
   Forecast f;
-  f.series = detail::regular_series(zone, pts, who, step);
-  if (f.series.end() <= t0) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
-  f.series = f.series.slice(t0, t0 + horizon);
+  f.series = detail::forecast_series(zone, array_member(body, "forecast", who), point, now, step, horizon, who);
   f.generated_at = body.contains("updatedAt") ? detail::time_member(body, "updatedAt", who) : now;
   return f;
 }

@@ -110,6 +110,21 @@ IntensitySeries regular_series(const std::string& zone, const std::vector<Intens
   return IntensitySeries::from_samples(zone, out, step);
 }
 
+IntensitySeries forecast_series(const std::string& zone, const nlohmann::json& points,
+                                const std::function<IntensitySample(const nlohmann::json&, const std::string&)>& point,
+                                Time now, Seconds step, Hours horizon, const std::string& who) {
+  const Time t0 = floor_to_step(now, step);
+  std::vector<IntensitySample> pts;
+  for (const auto& e : points) {
+    auto p = point(e, who);
+    if (p.time >= floor_hour(now) && p.time < t0 + horizon) pts.push_back(p);
+  }
+  if (pts.empty()) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
+  IntensitySeries s = regular_series(zone, pts, who, step);
+  if (s.end() <= t0) throw ProviderError(Kind::kNoData, who + ": no forecast points after " + format_time(now));
+  return s.slice(t0, t0 + horizon);
+}
+
 IntensitySeries hourly_series(const std::string& zone, const std::vector<IntensitySample>& points, const std::string& who) {
   return regular_series(zone, points, who, Hours{1});
 }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,14 @@ Time time_member(const nlohmann::json& obj, const char* key, const std::string& 
 // step; a missing step between the first and last point -> kGap.
 IntensitySeries regular_series(const std::string& zone, const std::vector<IntensitySample>& points,
                                const std::string& who, Seconds step);
+// A forecast's series from the points of an answer, each read by
+// point(element, who): those from the hour of `now` (one of them may be in
+// force at the step of `now`) to the end of the horizon from that step,
+// regularized at `step` (regular_series) and cut to [step of now, + horizon).
+// None at or after `now` -> ProviderError(kNoData).
+IntensitySeries forecast_series(const std::string& zone, const nlohmann::json& points,
+                                const std::function<IntensitySample(const nlohmann::json&, const std::string&)>& point,
+                                Time now, Seconds step, Hours horizon, const std::string& who);
 // Hourly (regular_series at one hour).
 IntensitySeries hourly_series(const std::string& zone, const std::vector<IntensitySample>& points,
                               const std::string& who);
