@@ -5,6 +5,8 @@
 #include <carbon/job.h>
 #include <carbon/scheduling_pass.h>
 
+#include "controller/decision_outcome.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -412,10 +414,10 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   auto defer = [&](const Job& j, DecisionRecord rec, const std::string& why) {
     rep.deferred++;
     if (j.waiting_reason == why) return;
-    rec.outcome = "deferred";
+    rec.outcome = to_string(DecisionOutcome::kDeferred);
     rec.explanation = why;
     decisions.push_back(rec);
-    if (metrics_) metrics_->decision(policy, "deferred");
+    if (metrics_) metrics_->decision(policy, rec.outcome);
     changes[j.id()] = [why](Job& job) {
       job.waiting_reason = why;
       return true;
@@ -537,11 +539,11 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       DecisionRecord rec{cyc, j.id(), now, "", "", policy, ""};
       if (ever.empty()) {
         rep.rejected++;
-        rec.outcome = "rejected";
+        rec.outcome = to_string(DecisionOutcome::kRejected);
         rec.explanation = "no allowed region can ever hold " + std::to_string(s.min_width()) + " nodes x " +
                           std::to_string(s.gpus_per_node) + " GPUs" + why_not;
         decisions.push_back(rec);
-        if (metrics_) metrics_->decision(policy, "rejected");
+        if (metrics_) metrics_->decision(policy, rec.outcome);
         changes[j.id()] = [now, msg = rec.explanation](Job& job) {
           job.failure_reason = msg;
           return job.transition(JobState::kFailed, "Unplaceable", msg, now);
@@ -667,7 +669,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         const std::string why = "waiting for capacity: " + r.decision.reason;
         if (was_scheduled) {
           rep.requeued++;
-          rec.outcome = "requeued";
+          rec.outcome = to_string(DecisionOutcome::kRequeued);
           rec.explanation = why;
           decisions.push_back(rec);
           changes[j.id()] = [now, why](Job& job) {
@@ -707,7 +709,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
           j.placement->places == pv.places)
         continue;  // re-planned to the same plan
       rep.placed++;
-      rec.outcome = was_scheduled ? "replanned" : "admitted";
+      rec.outcome = to_string(was_scheduled ? DecisionOutcome::kReplanned : DecisionOutcome::kAdmitted);
       rec.policy = pv.policy;
       decisions.push_back(rec);
       if (metrics_) metrics_->decision(pv.policy, rec.outcome);
@@ -845,11 +847,12 @@ void Scheduler::preempt(std::vector<Job>& jobs, const std::vector<Waiting>& wait
         };
       }
       rep.preempting++;
-      DecisionRecord rec{cyc, p.id(), now, "preempting", region, carbon::policy_name(opt_.placement.policy),
+      DecisionRecord rec{cyc, p.id(), now, std::string(to_string(DecisionOutcome::kPreempting)), region,
+                         carbon::policy_name(opt_.placement.policy),
                          "preempting " + names + " to free " + nodes_str(need) + " in " + region +
                              (w->quota ? " within " + p.tenant() + "'s quota" : "")};
       decisions.push_back(rec);
-      if (metrics_) metrics_->decision(rec.policy, "preempting");
+      if (metrics_) metrics_->decision(rec.policy, rec.outcome);
       break;
     }
   }
