@@ -45,5 +45,7 @@ fi
 bash "$(dirname "${BASH_SOURCE[0]}")/install_helm.sh"
 # s3rver and @aws-sdk/client-s3 (npm) into .tools/s3, for the S3 client tests
 bash "$(dirname "${BASH_SOURCE[0]}")/install_s3_tools.sh"
+# @redocly/cli and openapi-response-validator (npm) into .tools/openapi, for tests/openapi/
+bash "$(dirname "${BASH_SOURCE[0]}")/install_openapi_tools.sh"
 
 echo "setup: ok (BLAS: $(readlink -f /usr/lib/${arch_triplet}/libblas.so.3))"
