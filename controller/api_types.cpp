@@ -1,10 +1,12 @@
 #include "controller/api_types.h"
 
+#include "controller/yaml_json.h"
 #include "worker/config.h"
 
 #include <carbon/job.h>
 
 #include <openssl/sha.h>
+#include <yaml-cpp/depthguard.h>
 
 #include <cstdio>
 #include <ctime>
@@ -16,7 +18,37 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string type_name(const json& v) { return v.type_name(); }
+// "an array", "an object", "a string", "a number", "a boolean", "null":
+// what a type error says it got ("expected an object, got an array").
+std::string type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: return "a number";
+    default: return "null";
+  }
+}
+
+// The bytes of a valid UTF-8 sequence starting at s[i] (1..4), 0 if none.
+size_t utf8_seq(std::string_view s, size_t i) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  const size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  uint32_t cp = n == 1 ? b : b & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) {
+    const auto c = static_cast<unsigned char>(s[i + k]);
+    if ((c >> 6) != 2) return 0;
+    cp = (cp << 6) | (c & 0x3F);
+  }
+  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n;
+}
 
 [[noreturn]] void bad(const std::string& field, const std::string& msg) {
   throw ApiError(400, "invalid_field", field + ": " + msg, field);
@@ -73,7 +105,7 @@ void parse_elastic(const json& body, JobSpec& s) {
     for (const auto& [k, v] : e.items()) {
       if (k == "min_nodes") s.min_nodes = int(get_int(v, "elastic.min_nodes", 1, kMaxNodes));
       else if (k == "max_nodes") s.max_nodes = int(get_int(v, "elastic.max_nodes", 1, kMaxNodes));
-      else throw ApiError(400, "unknown_field", "unknown field 'elastic." + k + "'", "elastic." + k);
+      else throw ApiError(400, "unknown_field", "unknown field " + quote_untrusted("elastic." + k), "elastic." + k);
     }
     if (s.min_nodes > s.nodes)
       bad("elastic.min_nodes", "must be at most nodes (" + std::to_string(s.nodes) + "), got " +
@@ -100,7 +132,7 @@ void parse_elastic(const json& body, JobSpec& s) {
       for (const auto& [k, v] : c[i].items()) {
         if (k == "nodes") p.nodes = int(get_int(v, f + ".nodes", 1, kMaxNodes));
         else if (k == "tokens_per_second") p.tokens_per_second = get_num(v, f + ".tokens_per_second", 1e-9, 1e15);
-        else throw ApiError(400, "unknown_field", "unknown field '" + f + "." + k + "'", f + "." + k);
+        else throw ApiError(400, "unknown_field", "unknown field " + quote_untrusted(f + "." + k), f + "." + k);
       }
       if (p.nodes == 0) throw ApiError(400, "missing_field", f + ".nodes: required", f + ".nodes");
       if (p.tokens_per_second == 0)
@@ -120,6 +152,138 @@ void parse_elastic(const json& body, JobSpec& s) {
 }
 
 }  // namespace
+
+void check_nesting_depth(int depth, const std::vector<std::string>& path) {
+  if (depth <= kMaxNestingDepth) return;
+  std::string field;
+  for (const auto& k : path) {
+    if (field.size() + k.size() > 256) break;  // a field name, not a copy of the body
+    field += (field.empty() ? "" : ".") + k;
+  }
+  const std::string what = "nested deeper than " + std::to_string(kMaxNestingDepth) + " levels";
+  throw ApiError(400, "too_deep", (field.empty() ? "the body is " + what : field + ": " + what), field);
+}
+
+json parse_json_input(std::string_view text) {
+  // The parser itself keeps its own stack (no recursion); the callback sees
+  // every container as it opens, so a document too deep is refused there,
+  // before the partial value or anything after it recurses over it.
+  std::vector<std::string> path;  // the key of each open container ("" in an array)
+  std::string key;
+  auto cb = [&](int depth, json::parse_event_t ev, json& parsed) {
+    switch (ev) {
+      case json::parse_event_t::key: key = parsed.get<std::string>(); break;
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        path.push_back(key);
+        key.clear();
+        if (depth + 1 > kMaxNestingDepth) {
+          std::vector<std::string> keys;
+          for (const auto& k : path)
+            if (!k.empty()) keys.push_back(k);
+          check_nesting_depth(depth + 1, keys);
+        }
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!path.empty()) path.pop_back();
+        key.clear();
+        break;
+      case json::parse_event_t::value:
+        key.clear();
+        break;
+    }
+    return true;
+  };
+  json j = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ApiError(400, "invalid_json", "the body is not valid JSON");
+  return j;
+}
+
+json parse_yaml_input(std::string_view text) {
+  // YAML is Unicode text; a scalar that is not UTF-8 could not become a JSON
+  // string the store and the replies can write.
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_seq(text, i);
+    if (n == 0)
+      throw ApiError(400, "invalid_yaml", "the body is not UTF-8 text (byte " + std::to_string(i) + ")");
+    i += n;
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));  // yaml-cpp's own parser stops at 2000 levels (DeepRecursion)
+  } catch (const YAML::DeepRecursion&) {
+    check_nesting_depth(kMaxNestingDepth + 1, {});
+  } catch (const YAML::Exception& e) {
+    throw ApiError(400, "invalid_yaml", "the body is not valid YAML: line " + std::to_string(e.mark.line + 1) +
+                                            ", column " + std::to_string(e.mark.column + 1) + ": " +
+                                            quote_untrusted(e.msg, 200));
+  }
+  // Walk the tree without recursion before yaml_to_json recurses over it:
+  // the depth, and the nodes its aliases expand to (an alias is a shared
+  // node: "billion laughs" and a self-referencing anchor both stop here).
+  struct Key {
+    int parent;  // index into keys, -1 = top level
+    YAML::Node key;
+  };
+  struct Item {
+    YAML::Node node;
+    int depth;
+    int key;  // index into keys of the object key leading here, -1 = none
+  };
+  std::vector<Key> keys;
+  std::vector<Item> stack{{root, 0, -1}};
+  size_t nodes = 0;
+  while (!stack.empty()) {
+    Item it = std::move(stack.back());
+    stack.pop_back();
+    if (++nodes > kMaxBodyBytes)
+      throw ApiError(400, "invalid_yaml",
+                     "the body's aliases expand to more than " + std::to_string(kMaxBodyBytes) + " nodes");
+    if (!it.node.IsMap() && !it.node.IsSequence()) continue;
+    if (it.depth + 1 > kMaxNestingDepth) {
+      std::vector<std::string> path;
+      for (int k = it.key; k >= 0; k = keys[size_t(k)].parent) path.insert(path.begin(), keys[size_t(k)].key.Scalar());
+      check_nesting_depth(it.depth + 1, path);
+    }
+    if (it.node.IsSequence()) {
+      for (const auto& x : it.node) stack.push_back({x, it.depth + 1, it.key});
+    } else {
+      for (const auto& kv : it.node) {
+        if (!kv.first.IsScalar()) throw ApiError(400, "invalid_yaml", "a key that is not a string");
+        keys.push_back({it.key, kv.first});
+        stack.push_back({kv.second, it.depth + 1, int(keys.size() - 1)});
+      }
+    }
+  }
+  return yaml_to_json(root);
+}
+
+std::string quote_untrusted(std::string_view s, size_t max_bytes) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "'";
+  size_t i = 0;
+  while (i < s.size() && i < max_bytes) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const size_t n = utf8_seq(s, i);
+    if (n == 1 && b >= 0x20 && b < 0x7f && b != '\\') {
+      out += char(b);
+    } else if (n > 1 && i + n <= max_bytes) {
+      out.append(s.substr(i, n));
+    } else if (n > 1) {
+      break;  // a character cut by the limit
+    } else {
+      out += "\\x";
+      out += hex[b >> 4];
+      out += hex[b & 15];
+      i += 1;
+      continue;
+    }
+    i += n;
+  }
+  if (i < s.size()) out += "...";
+  return out + "'";
+}
 
 json ApiError::to_json() const {
   return json{{"error", {{"code", code}, {"message", what()}, {"field", field}}}};
@@ -160,7 +324,7 @@ JobSpec parse_job_spec(const json& body) {
       "gpus_per_node", "regions", "home_region",   "deadline",     "max_delay_s",
       "interruptible", "priority", "max_restarts", "estimate",  "elastic", "migratable", "scaling"};
   for (const auto& [k, v] : body.items())
-    if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field '" + k + "'", k);
+    if (!known.count(k)) throw ApiError(400, "unknown_field", "unknown field " + quote_untrusted(k), k);
 
   JobSpec s;
   if (!body.contains("name")) throw ApiError(400, "missing_field", "name: required", "name");
@@ -192,15 +356,15 @@ JobSpec parse_job_spec(const json& body) {
   for (size_t i = 0; i < r.size(); ++i) {
     std::string f = "regions[" + std::to_string(i) + "]";
     auto name = get_str(r[i], f, 64);
-    if (!is_region_name(name)) bad(f, "not a region name: '" + name + "'");
-    if (!seen.insert(name).second) bad(f, "duplicate region '" + name + "'");
+    if (!is_region_name(name)) bad(f, "not a region name: " + quote_untrusted(name));
+    if (!seen.insert(name).second) bad(f, "duplicate region " + quote_untrusted(name));
     s.regions.push_back(name);
   }
   s.home_region = s.regions.front();
   if (body.contains("home_region")) {
     s.home_region = get_str(body["home_region"], "home_region", 64);
     if (!seen.count(s.home_region))
-      bad("home_region", "'" + s.home_region + "' is not one of the allowed regions");
+      bad("home_region", quote_untrusted(s.home_region) + " is not one of the allowed regions");
   }
   if (body.contains("deadline") && body.contains("max_delay_s"))
     bad("max_delay_s", "give either deadline or max_delay_s, not both");
@@ -231,15 +395,47 @@ JobSpec parse_job_spec(const json& body) {
       else if (k == "checkpoint_gb")
         s.checkpoint_gb = get_num(v, "estimate.checkpoint_gb", 0, 1e6);
       else
-        throw ApiError(400, "unknown_field", "unknown field 'estimate." + k + "'", "estimate." + k);
+        throw ApiError(400, "unknown_field", "unknown field " + quote_untrusted("estimate." + k), "estimate." + k);
     }
   }
   parse_elastic(body, s);
   return s;
 }
 
+// The JSON types of the worker payload against the worker's schema: the
+// worker reads its job.json as YAML, where [] and a scalar under a section
+// are "unknown field" and a leaf given [] or {} is "expected a value"; here
+// they are type errors naming the field, the expected and the actual type
+// ("worker.model: expected an object, got an array"). Scalars are left to
+// the worker's own parser (it reads "3" and 3 alike). Depth is bounded by
+// kMaxNestingDepth (the body's reader).
+static void check_worker_types(const json& obj, const std::string& prefix, const std::vector<greenshard::FieldDoc>& fields) {
+  for (const auto& [k, v] : obj.items()) {
+    const std::string path = prefix.empty() ? k : prefix + "." + k;
+    const greenshard::FieldDoc* leaf = nullptr;
+    bool section = false;
+    for (const auto& f : fields) {
+      if (f.path == path) leaf = &f;
+      else if (f.path.rfind(path + ".", 0) == 0) section = true;
+    }
+    if (section) {
+      if (!v.is_object()) bad("worker." + path, "expected an object, got " + type_name(v));
+      check_worker_types(v, path, fields);
+    } else if (leaf && (v.is_object() || v.is_array() || v.is_null())) {
+      const std::string& t = leaf->type;
+      const char* want = t == "int"    ? "an integer"
+                         : t == "uint" ? "a non-negative integer"
+                         : t == "number" ? "a number"
+                         : t == "bool"   ? "a boolean"
+                                         : "a string";
+      bad("worker." + path, std::string("expected ") + want + ", got " + type_name(v));
+    }
+  }
+}
+
 void check_worker_spec(const json& worker) {
   if (!worker.is_object()) bad("worker", "expected an object, got " + type_name(worker));
+  check_worker_types(worker, "", greenshard::config_fields());
   // The worker reads this object (its job.json) over its defaults, then the
   // GREENSHARD_* variables the executors set at launch override job_id,
   // checkpoint.dir, summary_path, metrics.port, carbon.region,
@@ -267,12 +463,10 @@ void check_worker_spec(const json& worker) {
   }
 }
 
-JobSpec parse_job_spec_text(std::string_view text) {
+JobSpec parse_job_spec_text(std::string_view text, bool yaml) {
   if (text.size() > kMaxBodyBytes)
     throw ApiError(413, "payload_too_large", "body larger than 256 KiB");
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw ApiError(400, "invalid_json", "the body is not valid JSON");
-  return parse_job_spec(j);
+  return parse_job_spec(yaml ? parse_yaml_input(text) : parse_json_input(text));
 }
 
 std::optional<int64_t> parse_rfc3339(std::string_view s) {

@@ -1,7 +1,10 @@
 // REST wire types: the job spec users submit, and the one error shape.
 //
 // Contract of parse_job_spec():
-//   - the body must be a JSON object (YAML is converted by the CLI first);
+//   - the body must be a JSON object (a YAML body, application/yaml, is read
+//     into JSON first with the same limits: parse_yaml_input);
+//   - a type error names the field, the expected and the actual JSON type
+//     ("estimate: expected an object, got array");
 //   - every field is checked for type and range; an unknown field is an
 //     error naming it ("nodez" -> field "nodez"); nested objects name the
 //     path ("estimate.duration_s");
@@ -23,7 +26,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -104,9 +109,33 @@ JobSpec parse_job_spec(const nlohmann::json& body);
 // worker field prefixed with "worker." ("worker.sharding.strategy"); code
 // "unknown_field" for a field the worker does not know, else "invalid_field".
 void check_worker_spec(const nlohmann::json& worker);
-// Parses text as JSON then calls parse_job_spec. Throws ApiError (400
-// "invalid_json" for a syntax error, 413 for more than kMaxBodyBytes).
-JobSpec parse_job_spec_text(std::string_view text);
+// Parses text as JSON (or, with `yaml`, as YAML through yaml_to_json) then
+// calls parse_job_spec. Throws ApiError (400 "invalid_json"/"invalid_yaml"
+// for a syntax error, 400 "too_deep" for nesting past kMaxNestingDepth, 413
+// for more than kMaxBodyBytes).
+JobSpec parse_job_spec_text(std::string_view text, bool yaml = false);
+
+// Outside input: every JSON or YAML document a client sends is read by one
+// of these two, which refuse a document nested deeper than kMaxNestingDepth
+// arrays/objects (400 "too_deep", field: the path of object keys to the
+// container that is too deep, e.g. "worker.model"; "" for the top level:
+// "worker.model: nested deeper than 64 levels") while reading it, before
+// anything recurses over it (copy, dump(), yaml_to_json, the worker
+// schema). A syntax error is 400 "invalid_json" / "invalid_yaml"; a YAML
+// document whose aliases expand past kMaxBodyBytes nodes is 400 too.
+inline constexpr int kMaxNestingDepth = 64;
+nlohmann::json parse_json_input(std::string_view text);
+nlohmann::json parse_yaml_input(std::string_view text);
+// The one depth check both readers use: throws the 400 above when depth
+// (1 = inside the top-level container) exceeds kMaxNestingDepth; `path` are
+// the object keys leading to the container.
+void check_nesting_depth(int depth, const std::vector<std::string>& path);
+
+// Untrusted text (a path, a parameter, a header, a field value) for an error
+// message: single-quoted, at most max_bytes of input, bytes that are not
+// printable ASCII or valid UTF-8 shown as \xNN, control characters too, and
+// "..." when cut. The result is always valid UTF-8.
+std::string quote_untrusted(std::string_view s, size_t max_bytes = 64);
 
 // RFC 3339 UTC ("2026-12-02T17:00:00Z", optional fraction and +hh:mm offset)
 // -> unix ms; nullopt when malformed.

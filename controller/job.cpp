@@ -298,7 +298,7 @@ Progress parse_worker_status(const json& b) {
         throw ApiError(400, "invalid_field", "message: expected a string of at most 4096 bytes", "message");
       p.message = v.get<std::string>();
     } else {
-      throw ApiError(400, "unknown_field", "unknown field '" + k + "'", k);
+      throw ApiError(400, "unknown_field", "unknown field " + quote_untrusted(k), k);
     }
   }
   if (p.state.empty()) throw ApiError(400, "missing_field", "state: required", "state");

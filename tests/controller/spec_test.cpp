@@ -162,6 +162,128 @@ TEST(ControllerSpec, TextThatIsNotJsonIsInvalidJson) {
   }
 }
 
+// --- issue 33: messages of the spec parser, nesting, untrusted text ------
+
+ApiError spec_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted";
+  return ApiError(0, "", "");
+}
+
+std::string nested(int levels, const std::string& inner = "") {
+  return std::string(size_t(levels), '[') + inner + std::string(size_t(levels), ']');
+}
+
+TEST(ControllerSpec, TypeErrorsNameTheFieldTheExpectedAndTheActualType) {
+  struct Case {
+    std::function<void(json&)> edit;
+    const char* field;
+    const char* message;
+  };
+  const Case cases[] = {
+      {[](json& j) { j["estimate"] = json::array(); }, "estimate", "estimate: expected an object, got an array"},
+      {[](json& j) { j["worker"] = json::array(); }, "worker", "worker: expected an object, got an array"},
+      {[](json& j) { j["nodes"] = "2"; }, "nodes", "nodes: expected an integer, got a string"},
+      {[](json& j) { j["regions"] = json::object(); }, "regions", "regions: expected an array of region names, got an object"},
+      {[](json& j) { j["interruptible"] = nullptr; }, "interruptible", "interruptible: expected a boolean, got null"},
+      {[](json& j) { j["elastic"] = true; }, "elastic", "elastic: expected an object {min_nodes, max_nodes}, got a boolean"},
+      {[](json& j) { j["estimate"] = {{"duration_s", "1"}}; }, "estimate.duration_s",
+       "estimate.duration_s: expected a number, got a string"},
+  };
+  for (const auto& c : cases) {
+    json j = base();
+    c.edit(j);
+    ApiError e = spec_error([&] { parse_job_spec(j); });
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.field, c.field);
+    EXPECT_STREQ(e.what(), c.message);
+  }
+}
+
+TEST(ControllerSpec, AWorkerSectionOrValueOfTheWrongJsonTypeIsATypeError) {
+  struct Case {
+    json worker;
+    const char* field;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{{"model", json::array()}}, "worker.model", "worker.model: expected an object, got an array"},
+      {{{"model", 3}}, "worker.model", "worker.model: expected an object, got a number"},
+      {{{"model", nullptr}}, "worker.model", "worker.model: expected an object, got null"},
+      {{{"model", {{"layers", json::array()}}}}, "worker.model.layers",
+       "worker.model.layers: expected an integer, got an array"},
+      {{{"data", {{"val", json::object()}}}}, "worker.data.val", "worker.data.val: expected a string, got an object"},
+  };
+  for (const auto& c : cases) {
+    ApiError e = spec_error([&] { check_worker_spec(c.worker); });
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.code, "invalid_field") << e.what();
+    EXPECT_EQ(e.field, c.field);
+    EXPECT_STREQ(e.what(), c.message);
+  }
+}
+
+TEST(ControllerSpec, NestingDeeperThan64LevelsIsRefusedNamingTheField) {
+  // worker.model holding n arrays: the document is n + 2 levels deep.
+  for (int arrays : {70000, 50000, 30000, 63}) {
+    const std::string text = R"({"name":"x","regions":["DE"],"worker":{"model":)" + nested(arrays) + "}}";
+    ApiError e = spec_error([&] { parse_job_spec_text(text); });
+    EXPECT_EQ(e.status, 400) << arrays;
+    EXPECT_EQ(e.code, "too_deep") << arrays;
+    EXPECT_EQ(e.field, "worker.model") << arrays;
+    EXPECT_STREQ(e.what(), "worker.model: nested deeper than 64 levels");
+  }
+  // 64 levels in all: read, and refused for what it is (a type error).
+  ApiError ok = spec_error([&] {
+    check_worker_spec(parse_job_spec_text(R"({"name":"x","regions":["DE"],"worker":{"model":)" + nested(62) + "}}")
+                          .worker);
+  });
+  EXPECT_EQ(ok.code, "invalid_field") << ok.what();
+  EXPECT_EQ(ok.field, "worker.model");
+  // The top level.
+  EXPECT_EQ(spec_error([] { parse_json_input(nested(65)); }).field, "");
+  EXPECT_STREQ(spec_error([] { parse_json_input(nested(65)); }).what(), "the body is nested deeper than 64 levels");
+  EXPECT_EQ(parse_json_input(nested(64)).size(), 1u);
+  // YAML: the same limit and field, and yaml-cpp's own limit (2000) is the top level.
+  ApiError y = spec_error([] { parse_yaml_input("name: x\nworker:\n  model: " + nested(63) + "\n"); });
+  EXPECT_EQ(y.code, "too_deep");
+  EXPECT_EQ(y.field, "worker.model");
+  EXPECT_EQ(parse_yaml_input("a: " + nested(63) + "\n").size(), 1u);
+  for (int arrays : {3000, 70000}) {
+    ApiError deep = spec_error([&] { parse_yaml_input("worker: " + nested(arrays) + "\n"); });
+    EXPECT_EQ(deep.code, "too_deep") << deep.what();
+    EXPECT_EQ(std::string(deep.what()).find("yaml-cpp"), std::string::npos) << deep.what();
+  }
+  // Aliases that expand without end (a billion laughs) stop at a node count.
+  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i)
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" +
+              std::string("*a" + std::to_string(i - 1) + ", ") + "*a" + std::to_string(i - 1) + ", *a" +
+              std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" +
+              std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" +
+              std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + "]\n";
+  EXPECT_EQ(spec_error([&] { parse_yaml_input(laughs); }).code, "invalid_yaml");
+  EXPECT_EQ(spec_error([] { parse_yaml_input("a: \xff\n"); }).code, "invalid_yaml");
+}
+
+TEST(ControllerSpec, UntrustedTextIsQuotedPrintableCappedAndValidUtf8) {
+  EXPECT_EQ(quote_untrusted("abc"), "'abc'");
+  EXPECT_EQ(quote_untrusted("a\xff" "b"), "'a\\xffb'");
+  EXPECT_EQ(quote_untrusted("a\nb\\"), "'a\\x0ab\\x5c'");
+  EXPECT_EQ(quote_untrusted("gr\xc3\xbc\xc3\x9f"), "'gr\xc3\xbc\xc3\x9f'");  // UTF-8 stays
+  EXPECT_EQ(quote_untrusted("\xe2\x82"), "'\\xe2\\x82'");                    // a cut sequence does not
+  EXPECT_EQ(quote_untrusted(std::string(100, 'x'), 8), "'xxxxxxxx...'");
+  EXPECT_EQ(quote_untrusted("ab\xc3\xbc", 3), "'ab...'");  // no character cut in half
+  // Whatever comes in, the result dumps as JSON with the default (strict) handler.
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += char(b);
+  EXPECT_NO_THROW(json(quote_untrusted(all, 1000)).dump());
+}
+
 TEST(ControllerSpec, Rfc3339OffsetsAreApplied) {
   EXPECT_EQ(parse_rfc3339("1970-01-01T01:00:00+01:00"), 0);
   EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:01.250Z"), 1250);
