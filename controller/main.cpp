@@ -14,8 +14,74 @@
 #include "controller/api.h"
 #include "controller/config_files.h"
 #include "controller/executor_k8s.h"
+#include "controller/store.h"
 
 using namespace controller;
+
+namespace {
+
+// "--data-dir D is in use by another controller (pid P; lock D/controller.lock)".
+std::string busy_message(const std::string& data_dir, const DataDirBusy& e) {
+  return "--data-dir " + data_dir + " is in use by another controller (" +
+         (e.holder_pid > 0 ? "pid " + std::to_string(e.holder_pid) : std::string("pid unknown")) + "; lock " +
+         e.lock_path + ")";
+}
+
+// The command that salvages what SQLite can still read of `file`.
+std::string salvage(const std::string& file) {
+  return "`sqlite3 " + file + " .recover | sqlite3 " + file + ".recovered` (then move it in place)";
+}
+
+// A corrupt store: the file, what SQLite said, and the way out
+// (docs/controller.md, "Backup and restore").
+std::string corrupt_message(const std::string& data_dir, const StoreCorrupt& e) {
+  return std::string(e.what()) + "; run `greenshard-controller --check-store --data-dir " + data_dir +
+         "` to see the damage, then restore " + e.file + " from a backup or salvage it with " + salvage(e.file) +
+         " (docs/controller.md, \"Backup and restore\")";
+}
+
+// --check-store: the store of an existing --data-dir, checked offline under
+// the directory's lock (never beside a running controller). Prints the
+// result on stdout; 0 when it is sound, 1 when not (naming the file), 1 when
+// the directory is busy or missing.
+int run_check_store(std::string data_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(data_dir, ec)) {
+    std::fprintf(stderr, "greenshard-controller: --data-dir %s: not a directory\n", data_dir.c_str());
+    return 1;
+  }
+  data_dir = std::filesystem::canonical(data_dir, ec).string();
+  const std::string file = data_dir + "/controller.db";
+  try {
+    DataDirLock lock(data_dir);
+    if (!std::filesystem::exists(file, ec)) {
+      std::printf("%s: NOT OK\n  no job store here (a controller creates it when it first starts)\n", file.c_str());
+      return 1;
+    }
+    const StoreCheck r = Store::check(file);
+    if (r.ok) {
+      std::printf("%s: ok (schema version %d, %lld jobs)\n", file.c_str(), r.schema_version,
+                  static_cast<long long>(r.jobs));
+      return 0;
+    }
+    std::printf("%s: NOT OK\n", file.c_str());
+    for (const auto& p : r.problems) std::printf("  %s\n", p.c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "greenshard-controller: --check-store: %s is damaged; restore it from a backup or "
+                 "salvage it with %s (docs/controller.md, \"Backup and restore\")\n",
+                 file.c_str(), salvage(file).c_str());
+    return 1;
+  } catch (const DataDirBusy& e) {
+    std::fprintf(stderr, "greenshard-controller: --check-store: %s; stop it first\n",
+                 busy_message(data_dir, e).c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "greenshard-controller: --check-store: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"greenshard-controller: REST job API, durable store, carbon-aware scheduler"};
@@ -29,8 +95,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535))->envname("GREENSHARD_PORT");
   app.add_option("--port-file", port_file, "write the bound port here once listening");
   app.add_option("--data-dir", data_dir, "job store and local job files")->envname("GREENSHARD_DATA_DIR");
-  app.add_option("--tokens", tokens, "tokens file: token,tenant,role per line")
-      ->required()->envname("GREENSHARD_TOKENS_FILE");
+  app.add_option("--tokens", tokens, "tokens file: token,tenant,role per line (required to serve)")
+      ->envname("GREENSHARD_TOKENS_FILE");
+  bool check_store = false;
+  app.add_flag("--check-store", check_store,
+               "check the job store of --data-dir offline (PRAGMA integrity_check) and exit: 0 ok, 1 not");
   int tokens_poll_ms = int(kTokensPollDefault.count());
   app.add_option("--tokens-poll-ms", tokens_poll_ms,
                  "check the tokens file for changes this often (0 = reload on SIGHUP only)")
@@ -70,6 +139,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (check_store) return run_check_store(data_dir);
+  if (tokens.empty()) {
+    std::fprintf(stderr, "greenshard-controller: --tokens is required (or GREENSHARD_TOKENS_FILE)\n");
+    return 2;
+  }
 
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -82,6 +156,9 @@ int main(int argc, char** argv) {
   try {
     std::filesystem::create_directories(data_dir);
     data_dir = std::filesystem::canonical(data_dir).string();
+    // One controller per store: taken before anything reads the store, held
+    // until exit (the kernel drops it however the process ends).
+    const DataDirLock lock(data_dir);
     if (worker.empty()) {
       auto self = std::filesystem::read_symlink("/proc/self/exe").parent_path();
       for (auto cand : {self / "greenshard-worker", self.parent_path() / "worker" / "greenshard-worker"})
@@ -210,6 +287,12 @@ int main(int argc, char** argv) {
     pthread_kill(signal_thread.native_handle(), SIGTERM);
     signal_thread.join();
     return 0;
+  } catch (const DataDirBusy& e) {
+    std::fprintf(stderr, "greenshard-controller: %s\n", busy_message(data_dir, e).c_str());
+    return 1;
+  } catch (const StoreCorrupt& e) {
+    std::fprintf(stderr, "greenshard-controller: %s\n", corrupt_message(data_dir, e).c_str());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "greenshard-controller: %s\n", e.what());
     return 1;

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +68,22 @@ const char* const kMigrations[] = {
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Store::kSchemaVersion);
 
+// The last error on db says the file is no database, or a damaged one.
+bool corrupt(sqlite3* db) {
+  const int rc = sqlite3_errcode(db) & 0xff;
+  return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
+}
+
+// Throws the last error on db: StoreCorrupt (naming the file) when the file
+// is damaged, else StoreError(what: message).
+[[noreturn]] void throw_sqlite(sqlite3* db, const std::string& what) {
+  if (corrupt(db)) {
+    const char* file = sqlite3_db_filename(db, "main");
+    throw StoreCorrupt(file && *file ? file : "?", sqlite3_errmsg(db));
+  }
+  throw StoreError(what + ": " + sqlite3_errmsg(db));
+}
+
 // A statement: prepared here and finalized at the end of the scope, or
 // borrowed from the store's cache (Store::prepared) and reset, with its
 // bindings cleared, at the end of the scope.
@@ -73,8 +91,7 @@ struct Stmt {
   sqlite3_stmt* s = nullptr;
   bool owned = true;
   Stmt(sqlite3* db, const char* sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK)
-      throw StoreError(std::string("sqlite prepare: ") + sqlite3_errmsg(db));
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) throw_sqlite(db, "sqlite prepare");
   }
   explicit Stmt(sqlite3_stmt* cached) : s(cached), owned(false) {}
   Stmt(const Stmt&) = delete;
@@ -101,7 +118,7 @@ struct Stmt {
   }
   void run(sqlite3* db) {
     int rc = sqlite3_step(s);
-    if (rc != SQLITE_DONE) throw StoreError(std::string("sqlite step: ") + sqlite3_errmsg(db));
+    if (rc != SQLITE_DONE) throw_sqlite(db, "sqlite step");
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
   }
@@ -114,7 +131,7 @@ std::vector<T> read_rows(sqlite3* db, Stmt& st, F row) {
   std::vector<T> out;
   int rc;
   while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) out.push_back(row(st));
-  if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db));
+  if (rc != SQLITE_DONE) throw_sqlite(db, "job store read");
   return out;
 }
 
@@ -152,11 +169,109 @@ Store::Store(const std::string& path) : path_(path) {
         ::close(dfd);
       }
     }
-  } catch (...) {
+  } catch (const StoreCorrupt&) {
     if (wal_fd_ >= 0) ::close(wal_fd_);
     sqlite3_close(db_);
     throw;
+  } catch (...) {
+    // exec() and migrate() throw plain StoreErrors: a damaged file is
+    // still StoreCorrupt, naming it.
+    const bool bad = corrupt(db_);
+    const std::string msg = sqlite3_errmsg(db_);
+    if (wal_fd_ >= 0) ::close(wal_fd_);
+    sqlite3_close(db_);
+    if (bad) throw StoreCorrupt(path, msg);
+    throw;
   }
+}
+
+StoreCheck Store::check(const std::string& path) {
+  StoreCheck r;
+  struct stat sb;
+  if (::stat(path.c_str(), &sb) != 0) {
+    r.problems.push_back("cannot open '" + path + "': " + std::strerror(errno));
+    return r;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    r.problems.push_back("'" + path + "' is not a regular file");
+    return r;
+  }
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    r.problems.push_back("cannot open '" + path + "': " + (db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return r;
+  }
+  sqlite3_busy_timeout(db, 1000);
+  try {
+    {
+      Stmt st(db, "PRAGMA user_version;");
+      if (sqlite3_step(st.s) != SQLITE_ROW) throw_sqlite(db, "PRAGMA user_version");
+      r.schema_version = sqlite3_column_int(st.s, 0);
+    }
+    if (r.schema_version > kSchemaVersion)
+      r.problems.push_back("schema version " + std::to_string(r.schema_version) + " is newer than this controller (" +
+                           std::to_string(kSchemaVersion) + ")");
+    {
+      Stmt st(db, "PRAGMA integrity_check;");
+      int rc;
+      while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
+        if (std::string line = st.col_text(0); line != "ok") r.problems.push_back("integrity_check: " + line);
+      if (rc != SQLITE_DONE) throw_sqlite(db, "PRAGMA integrity_check");
+    }
+    if (r.schema_version >= 1) {
+      Stmt st(db, "SELECT count(*) FROM jobs;");
+      if (sqlite3_step(st.s) != SQLITE_ROW) throw_sqlite(db, "counting jobs");
+      r.jobs = sqlite3_column_int64(st.s, 0);
+    }
+  } catch (const StoreError& e) {
+    r.problems.push_back(e.what());
+  }
+  sqlite3_close(db);
+  r.ok = r.problems.empty();
+  return r;
+}
+
+namespace {
+
+// The pid a holder wrote into its lock file: decimal digits and an optional
+// newline, nothing else (the file is outside input); 0 when not that.
+int read_lock_pid(int fd) {
+  char buf[24];
+  const ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  if (n <= 0 || n >= ssize_t(sizeof buf)) return 0;
+  long pid = 0;
+  for (ssize_t i = 0; i < n; ++i) {
+    if (buf[i] == '\n' && i == n - 1 && i > 0) break;
+    if (buf[i] < '0' || buf[i] > '9') return 0;
+    pid = pid * 10 + (buf[i] - '0');
+    if (pid > (1L << 22)) return 0;  // above Linux's pid_max
+  }
+  return int(pid);
+}
+
+}  // namespace
+
+DataDirLock::DataDirLock(const std::string& dir) : path_(dir + "/" + kFileName) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw StoreError("cannot open lock file '" + path_ + "': " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    const int holder = err == EWOULDBLOCK ? read_lock_pid(fd_) : 0;
+    ::close(fd_);
+    if (err == EWOULDBLOCK) throw DataDirBusy(path_, holder);
+    throw StoreError("cannot lock '" + path_ + "': " + std::strerror(err));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != ssize_t(pid.size())) {
+    const int err = errno;
+    ::close(fd_);
+    throw StoreError("cannot write the pid into '" + path_ + "': " + std::strerror(err));
+  }
+}
+
+DataDirLock::~DataDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock; the file (and its pid) stays: only the lock counts
 }
 
 Store::~Store() {
@@ -499,7 +614,7 @@ std::vector<Job> Store::load_all() {
     while ((rc = sqlite3_step(sc.s)) == SQLITE_ROW)
       curves[sc.col_text(0)].push_back(
           {{"nodes", sqlite3_column_int(sc.s, 1)}, {"tokens_per_second", sqlite3_column_double(sc.s, 2)}});
-    if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db_));
+    if (rc != SQLITE_DONE) throw_sqlite(db_, "job store read");
   }
   Stmt st(db_, "SELECT id, doc, seq, min_nodes, max_nodes, migratable FROM jobs ORDER BY seq;");
   std::vector<Job> out;
@@ -524,7 +639,7 @@ std::vector<Job> Store::load_all() {
       throw StoreError("job store: job '" + id + "' is corrupt: " + e.what());
     }
   }
-  if (rc != SQLITE_DONE) throw StoreError(std::string("job store read: ") + sqlite3_errmsg(db_));
+  if (rc != SQLITE_DONE) throw_sqlite(db_, "job store read");
   return out;
 }
 

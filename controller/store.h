@@ -35,7 +35,14 @@
 //     and its declared scaling curve rows of job_scaling (source
 //     'declared'); job_scaling also holds the measured curve (source
 //     'measured': the mean tokens/s its running gangs pushed at each width).
-//     Rows written before schema 5 read as not elastic (schema 5).
+//     Rows written before schema 5 read as not elastic (schema 5);
+//   - one controller per store: DataDirLock is an exclusive flock(2) on
+//     <data-dir>/controller.lock, taken before the store is opened and held
+//     for the process's life; a second taker fails naming the holder's pid;
+//   - a file SQLite cannot read as a database, or whose pages are damaged
+//     (SQLITE_NOTADB, SQLITE_CORRUPT), is StoreCorrupt naming the file, at
+//     open and at every read; Store::check is the offline integrity check
+//     (greenshard-controller --check-store).
 #pragma once
 
 #include <condition_variable>
@@ -58,6 +65,51 @@ namespace controller {
 
 struct StoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// The database file is not a SQLite database, or is damaged.
+struct StoreCorrupt : StoreError {
+  StoreCorrupt(const std::string& file, const std::string& sqlite_message)
+      : StoreError("job store '" + file + "' is corrupt: " + sqlite_message), file(file) {}
+  std::string file;
+};
+
+// Another process holds the data directory's lock.
+struct DataDirBusy : StoreError {
+  DataDirBusy(const std::string& lock_path, int holder_pid)
+      : StoreError(lock_path + " is held by " +
+                   (holder_pid > 0 ? "pid " + std::to_string(holder_pid) : std::string("another process"))),
+        lock_path(lock_path), holder_pid(holder_pid) {}
+  std::string lock_path;
+  int holder_pid;  // 0: unknown (the holder has not written it yet)
+};
+
+// An exclusive, non-blocking flock(2) on <dir>/controller.lock (created
+// 0644, O_CLOEXEC so no child inherits it), with this process's pid written
+// into it once held. Released when destroyed, or when the process dies
+// however it dies (the kernel drops it with the last descriptor). Throws
+// DataDirBusy when another process holds it, StoreError when the file cannot
+// be opened (naming it and errno). The directory must exist.
+class DataDirLock {
+ public:
+  static constexpr const char* kFileName = "controller.lock";
+  explicit DataDirLock(const std::string& dir);
+  ~DataDirLock();
+  DataDirLock(const DataDirLock&) = delete;
+  DataDirLock& operator=(const DataDirLock&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// What Store::check found.
+struct StoreCheck {
+  bool ok = false;
+  int schema_version = 0;            // PRAGMA user_version (0 when unreadable)
+  int64_t jobs = -1;                 // rows of jobs (-1 when unreadable)
+  std::vector<std::string> problems; // empty when ok: each one line
 };
 
 // One scheduling decision, appended to the decision log.
@@ -89,8 +141,15 @@ class Store {
  public:
   static constexpr int kSchemaVersion = 5;
 
-  // Opens or creates the database and migrates it. Throws StoreError.
+  // Opens or creates the database and migrates it. Throws StoreError;
+  // StoreCorrupt when the file is not a readable database.
   explicit Store(const std::string& path);
+  // Offline check of an existing database file (no controller may have it
+  // open: take DataDirLock first): opens it without creating it, reads its
+  // schema version (newer than this binary is a problem), runs PRAGMA
+  // integrity_check and counts the jobs. Writes nothing but what opening
+  // a WAL database does (its WAL is checkpointed on close). Never throws.
+  static StoreCheck check(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -118,7 +177,7 @@ class Store {
   std::vector<LoadSample> load_history();
 
   // Every stored job, in seq order. Throws StoreError on a corrupt row
-  // (naming the job id).
+  // (naming the job id), StoreCorrupt on a damaged page.
   std::vector<Job> load_all();
 
   // The decision log of one job, oldest first; at most the `newest` most

@@ -1,6 +1,7 @@
 // greenshard: the command-line client of greenshard-controller.
 //
-//   greenshard [--server URL] [--token T] [--ca-bundle FILE] [--config FILE] [--output table|json] COMMAND
+//   greenshard [--server URL] [--token T] [--ca-bundle FILE] [--config FILE] [--timeout S] [--output table|json]
+//              COMMAND
 //   submit FILE|- [--dry-run]  list  get ID  cancel ID  delete ID  logs ID [-f] [--rank R]  watch ID  regions
 //
 // Server, token and CA bundle: flags, else $GREENSHARD_SERVER /
@@ -12,15 +13,27 @@
 // host name), against the PEM bundle --ca-bundle names or, without one, the
 // system's CAs. --ca-file is the old name of --ca-bundle.
 //
+// The server URL is checked before anything is sent: http:// or https://,
+// a host, an optional port, no path (exit 2 naming where it came from).
+// Every request is bounded: --timeout S (env GREENSHARD_TIMEOUT, default
+// 60) for the answer, at most 5 s of it for the connection; `logs -f`
+// waits up to an hour between chunks.
+//
 // Exit codes (scripts rely on them):
 //   0 ok · 1 other error · 2 usage (flag, file, spec syntax, an unreadable CA
-//   bundle) · 3 cannot reach the server (also: its TLS certificate did not
-//   verify) · 4 unauthenticated/forbidden (401/403) · 5 not found (404) ·
+//   bundle, a malformed server URL) · 3 cannot reach the server, one line
+//   naming the cause (connection refused, unknown host, TLS handshake or
+//   certificate, timeout, closed without an answer, or an answer that is not
+//   a GreenShard controller's) · 4 unauthenticated/forbidden (401/403) · 5 not found (404) ·
 //   6 conflict (409) · 7 rejected request (400/413/422) · 8 quota (429) ·
 //   9 server error (5xx) · 10 the watched job ended FAILED or CANCELLED.
 // Errors go to stderr as "greenshard: <message> [field: <field>]".
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <openssl/x509.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -30,8 +43,12 @@
 #include "worker/ca_bundle.h"
 #include "controller/yaml_json.h"
 
+#include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -87,29 +104,143 @@ json parse_spec_file(const std::string& path) {
 
 bool is_https(const std::string& url) { return url.rfind("https://", 0) == 0; }
 
+// The parts of a server URL.
+struct ServerUrl {
+  std::string host;  // without the brackets of an IPv6 literal
+  int port = 0;
+};
+
+// Checks a server URL (trailing '/' already removed) before anything is
+// sent: "http://" or "https://", a host name or IP literal, an optional
+// port in [1, 65535], nothing after. Exit 2 naming `origin` (the flag, the
+// variable or the config file's key it came from) otherwise.
+ServerUrl parse_server_url(const std::string& url, const std::string& origin) {
+  const auto bad = [&](const std::string& why) -> ServerUrl {
+    fail(2, origin + ": '" + url + "' " + why + " (expected http[s]://HOST[:PORT], e.g. http://127.0.0.1:8080)");
+  };
+  const bool https = is_https(url);
+  if (!https && url.rfind("http://", 0) != 0) return bad("is not an http:// or https:// URL");
+  std::string rest = url.substr(https ? 8 : 7);
+  ServerUrl u;
+  u.port = https ? 443 : 80;
+  size_t end;  // just past the host
+  if (!rest.empty() && rest[0] == '[') {
+    end = rest.find(']');
+    if (end == std::string::npos) return bad("has an unclosed '[' (IPv6 literal)");
+    u.host = rest.substr(1, end - 1);
+    for (char ch : u.host)
+      if (!std::isxdigit(static_cast<unsigned char>(ch)) && ch != ':' && ch != '.')
+        return bad("has a bad IPv6 literal");
+    ++end;
+  } else {
+    end = rest.find_first_of(":/?#");
+    if (end == std::string::npos) end = rest.size();
+    u.host = rest.substr(0, end);
+    for (char ch : u.host)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
+        return bad("has a bad character in its host name");
+  }
+  if (u.host.empty()) return bad("has no host");
+  if (end < rest.size() && rest[end] == ':') {
+    const size_t port_end = std::min(rest.find_first_of("/?#", end), rest.size());
+    const std::string port = rest.substr(end + 1, port_end - end - 1);
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(port) < 1 || std::stoi(port) > 65535)
+      return bad("has a bad port (1-65535)");
+    u.port = std::stoi(port);
+    end = port_end;
+  }
+  if (end < rest.size()) {
+    return bad("has a path, query or fragment; give only the controller's scheme, host and port");
+  }
+  return u;
+}
+
+// Why connecting to `u` fails, found out once more by hand (httplib says
+// only "Connection"): the host does not resolve, or connect(2) is refused,
+// times out, or fails otherwise. Empty when it connects now.
+std::string connect_failure(const ServerUrl& u, std::chrono::milliseconds timeout) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  if (int rc = ::getaddrinfo(u.host.c_str(), std::to_string(u.port).c_str(), &hints, &res); rc != 0)
+    return "unknown host '" + u.host + "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(rc));
+  std::string why;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int err = 0;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        const int n = ::poll(&p, 1, int(timeout.count()));
+        socklen_t len = sizeof err;
+        if (n == 0) err = ETIMEDOUT;
+        else if (n < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      }
+    }
+    ::close(fd);
+    if (err == 0) {
+      why.clear();
+      break;
+    }
+    why = err == ECONNREFUSED ? "connection refused" : err == ETIMEDOUT ? "no answer to connect" : std::strerror(err);
+  }
+  ::freeaddrinfo(res);
+  return why;
+}
+
+// The member `k` of `j` when both are objects, else an empty object: a
+// server's answer is outside input, and a missing member must not be read.
+const json& member(const json& j, const char* k) {
+  static const json empty = json::object();
+  if (!j.is_object()) return empty;
+  auto it = j.find(k);
+  return it != j.end() && it->is_object() ? *it : empty;
+}
+
 struct Conn {
   std::string server, token, ca_bundle;
+  std::string server_origin = "--server";  // where server came from, for its messages
   std::string output = "table";
+  double timeout_s = 60;  // --timeout
+
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(int64_t(timeout_s * 1000)); }
+  std::chrono::milliseconds connect_timeout() const { return std::min(timeout(), std::chrono::milliseconds(5000)); }
 
   httplib::Client client() const {
+    parse_server_url(server, server_origin);  // checked before any request; exit 2
     httplib::Client c(server);
-    if (!c.is_valid()) fail(2, "--server: not a URL: '" + server + "'");
+    if (!c.is_valid()) fail(2, server_origin + ": not a URL: '" + server + "'");
     if (!token.empty()) c.set_bearer_token_auth(token);
     if (is_https(server)) {
       // Chain and host name; the system's CAs unless a bundle is named.
       c.enable_server_certificate_verification(true);
       if (!ca_bundle.empty()) c.set_ca_cert_path(ca_bundle.c_str());
     }
-    c.set_connection_timeout(std::chrono::seconds(5));
-    c.set_read_timeout(std::chrono::seconds(60));
+    c.set_connection_timeout(connect_timeout());
+    c.set_read_timeout(timeout());
+    c.set_write_timeout(timeout());
     return c;
   }
 
-  // A failed request: exit 3, saying why (a TLS certificate that did not
-  // verify, and what to do about it, in so many words).
-  [[noreturn]] void unreachable(const httplib::Result& r, const httplib::Client& cl) const {
+  std::string check_server() const { return "check " + server_origin; }
+  std::string timeout_text() const {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g s", timeout_s);
+    return b;
+  }
+
+  // A failed request, sent at `started`: exit 3, one line naming the cause
+  // and the flag that fixes it.
+  [[noreturn]] void unreachable(const httplib::Result& r, const httplib::Client& cl,
+                                std::chrono::steady_clock::time_point started) const {
     const std::string against =
         ca_bundle.empty() ? "the system's CAs" : "the CA bundle '" + ca_bundle + "'";
+    // The read timeout ran out (httplib reports it as a failed read or, on
+    // https://, as a failed handshake).
+    const bool timed_out = std::chrono::steady_clock::now() - started >= timeout();
     switch (r.error()) {
       case httplib::Error::SSLServerVerification: {
         const long v = cl.get_openssl_verify_result();
@@ -124,35 +255,75 @@ struct Conn {
       case httplib::Error::SSLLoadingCerts:
         fail(3, "TLS: cannot load " + against + " to verify " + server + " (use --ca-bundle FILE)");
       case httplib::Error::SSLConnection:
-        fail(3, "TLS: handshake with " + server + " failed (is it an https:// server?)");
+        if (timed_out)
+          fail(3, "timeout: " + server + " accepted the connection but did not complete the TLS handshake within "
+                      "--timeout " + timeout_text() + " (raise --timeout, or " + check_server() + ")");
+        fail(3, "TLS: handshake with " + server + " failed: it does not speak TLS there (is it an http:// server? " +
+                    check_server() + ")");
+      case httplib::Error::Read:
+        if (timed_out)
+          fail(3, "timeout: " + server + " accepted the connection but sent no answer within --timeout " +
+                      timeout_text() + " (raise --timeout, or " + check_server() + ")");
+        fail(3, server + " closed the connection without an answer" +
+                    (is_https(server) ? std::string(" (") : std::string(" (is it an https:// server? ")) +
+                    check_server() + ")");
+      case httplib::Error::Connection:
+      case httplib::Error::ConnectionTimeout: {
+        const ServerUrl u = parse_server_url(server, server_origin);
+        const std::string why = connect_failure(u, connect_timeout());
+        if (why.rfind("unknown host", 0) == 0) fail(3, "cannot reach " + server + ": " + why + " (" + check_server() + ")");
+        if (why == "connection refused")
+          fail(3, "cannot reach " + server + ": connection refused: nothing listens at " + u.host + ":" +
+                      std::to_string(u.port) + " (is the controller running? " + check_server() + ")");
+        if (why == "no answer to connect" || r.error() == httplib::Error::ConnectionTimeout)
+          fail(3, "cannot reach " + server + ": no answer to connect within " +
+                      std::to_string(connect_timeout().count()) + " ms (a firewall, or the wrong host? " +
+                      check_server() + ")");
+        fail(3, "cannot reach " + server + ": " + (why.empty() ? "connection failed" : why) + " (" +
+                    check_server() + ")");
+      }
       default:
-        fail(3, "cannot reach " + server + ": " + httplib::to_string(r.error()));
+        fail(3, "cannot reach " + server + ": " + httplib::to_string(r.error()) + " (" + check_server() + ")");
     }
   }
 
-  // Checks a response; returns its JSON body.
-  json check(const httplib::Result& r, const httplib::Client& cl) const {
-    if (!r) unreachable(r, cl);
+  // An answer that is no GreenShard controller's: exit 3 naming what came.
+  [[noreturn]] void not_greenshard(const httplib::Response& res, const std::string& path) const {
+    std::string type = res.get_header_value("Content-Type");
+    if (type.empty()) type = "no Content-Type";
+    if (type.size() > 60) type = type.substr(0, 60) + "...";
+    fail(3, server + " is not a GreenShard controller: " + path.substr(0, path.find('?')) + " answered HTTP " +
+                std::to_string(res.status) + " (" + type + "), not its JSON (" + check_server() + ")");
+  }
+
+  // Checks a response to `path`, sent at `started`; returns its JSON body
+  // (an object). Error answers must have the controller's shape
+  // ({"error": {"message": ...}}), others are not_greenshard.
+  json check(const httplib::Result& r, const httplib::Client& cl, const std::string& path,
+             std::chrono::steady_clock::time_point started) const {
+    if (!r) unreachable(r, cl, started);
     json body = json::parse(r->body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) not_greenshard(*r, path);
     if (r->status >= 400) {
-      std::string msg = "HTTP " + std::to_string(r->status);
-      if (!body.is_discarded() && body.contains("error")) {
-        const auto& e = body["error"];
-        msg = e.value("message", msg);
-        if (!e.value("field", "").empty()) msg += " [field: " + e.value("field", "") + "]";
-      }
+      const json& e = member(body, "error");
+      if (!e.contains("message") || !e["message"].is_string()) not_greenshard(*r, path);
+      std::string msg = e["message"].get<std::string>();
+      if (e.contains("field") && e["field"].is_string() && !e["field"].get<std::string>().empty())
+        msg += " [field: " + e["field"].get<std::string>() + "]";
       fail(exit_for_status(r->status), msg);
     }
-    return body.is_discarded() ? json::object() : body;
+    return body;
   }
 
   json get(const std::string& path) const {
     auto c = client();
-    return check(c.Get(path), c);
+    const auto t0 = std::chrono::steady_clock::now();
+    return check(c.Get(path), c, path, t0);
   }
   json post(const std::string& path, const json& body, const httplib::Headers& h = {}) const {
     auto c = client();
-    return check(c.Post(path, h, body.dump(), "application/json"), c);
+    const auto t0 = std::chrono::steady_clock::now();
+    return check(c.Post(path, h, body.dump(), "application/json"), c, path, t0);
   }
 };
 
@@ -176,21 +347,21 @@ void print_job(const Conn& c, const json& j) {
     return;
   }
   std::printf("id:        %s\n", str(j, "id").c_str());
-  std::printf("name:      %s\n", j["spec"].value("name", "").c_str());
+  std::printf("name:      %s\n", member(j, "spec").value("name", "").c_str());
   std::printf("tenant:    %s\n", str(j, "tenant").c_str());
   std::printf("state:     %s\n", str(j, "state").c_str());
-  if (j["placement"].is_object()) {
+  if (j.contains("placement") && j["placement"].is_object()) {
     const auto& p = j["placement"];
     std::printf("region:    %s (%s)\n", p.value("region", "").c_str(), p.value("policy", "").c_str());
     std::printf("why:       %s\n", p.value("explanation", "").c_str());
   }
-  const auto& pr = j["progress"];
+  const auto& pr = member(j, "progress");
   if (pr.value("total_steps", 0) > 0)
     std::printf("progress:  step %lld/%lld, loss %.4g, %.0f tokens/s, ETA %s\n",
                 (long long)pr.value("step", 0LL), (long long)pr.value("total_steps", 0LL),
                 pr.value("loss", 0.0), pr.value("tokens_per_s", 0.0), fmt_duration(pr.value("eta_s", 0.0)).c_str());
-  std::printf("emissions: %.4g gCO2e (%.4g J)\n", j["energy"].value("total_grams", 0.0),
-              j["energy"].value("joules", 0.0));
+  std::printf("emissions: %.4g gCO2e (%.4g J)\n", member(j, "energy").value("total_grams", 0.0),
+              member(j, "energy").value("joules", 0.0));
   std::printf("restarts:  %d\n", j.value("recovery_count", 0));
   if (!str(j, "failure_reason").empty()) std::printf("failure:   %s\n", str(j, "failure_reason").c_str());
 }
@@ -214,6 +385,9 @@ int run(int argc, char** argv) {
                  "PEM CA bundle that verifies an https:// server (env GREENSHARD_CA_BUNDLE; default: the system's CAs)");
   app.add_option("--config", config_file, "config file (env GREENSHARD_CONFIG)");
   app.add_option("--output,-o", c.output, "table | json")->check(CLI::IsMember({"table", "json"}));
+  app.add_option("--timeout", c.timeout_s,
+                 "seconds to wait for each answer (at most 5 of them to connect; env GREENSHARD_TIMEOUT)")
+      ->check(CLI::Range(0.1, 86400.0))->envname("GREENSHARD_TIMEOUT");
 
   std::string file, id, key, state;
   int limit = 100, rank = 0;
@@ -255,7 +429,11 @@ int run(int argc, char** argv) {
   bool explicit_config = !config_file.empty();
   if (config_file.empty() && std::getenv("HOME"))
     config_file = std::string(std::getenv("HOME")) + "/.config/greenshard/config.yaml";
-  if (c.server.empty() && std::getenv("GREENSHARD_SERVER")) c.server = std::getenv("GREENSHARD_SERVER");
+  if (!c.server.empty()) c.server_origin = "--server";
+  else if (std::getenv("GREENSHARD_SERVER")) {
+    c.server = std::getenv("GREENSHARD_SERVER");
+    c.server_origin = "--server (from GREENSHARD_SERVER)";
+  }
   if (c.token.empty() && std::getenv("GREENSHARD_TOKEN")) c.token = std::getenv("GREENSHARD_TOKEN");
   // Where the CA bundle came from, for its error message.
   std::string ca_origin = "--ca-bundle";
@@ -278,7 +456,10 @@ int run(int argc, char** argv) {
         }
         if (cfg["ca_bundle"] && cfg["ca_file"])
           fail(2, "--config: " + config_file + ": ca_bundle and ca_file (its old name) are both set");
-        if (c.server.empty() && cfg["server"]) c.server = cfg["server"].as<std::string>();
+        if (c.server.empty() && cfg["server"]) {
+          c.server = cfg["server"].as<std::string>();
+          c.server_origin = "--server (from " + config_file + ": server)";
+        }
         if (c.token.empty() && cfg["token"]) c.token = cfg["token"].as<std::string>();
         for (const char* k : {"ca_bundle", "ca_file"})
           if (c.ca_bundle.empty() && cfg[k]) {
@@ -292,6 +473,7 @@ int run(int argc, char** argv) {
   }
   if (c.server.empty()) fail(2, "--server: required (or GREENSHARD_SERVER, or server: in the config file)");
   while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
+  parse_server_url(c.server, c.server_origin);  // exit 2 before anything is read or sent
   if (!c.ca_bundle.empty()) {
     try {
       greenshard::check_ca_bundle(c.ca_bundle, ca_origin);
@@ -319,16 +501,25 @@ int run(int argc, char** argv) {
     if (!state.empty()) q += "&state=" + url_escape(state);
     std::string cont;
     json all_items = json::array();
-    if (c.output == "table") std::printf("%-17s %-24s %-11s %-10s %s\n", "ID", "NAME", "STATE", "REGION", "GCO2E");
+    bool header = false;  // printed once the first page came: a failed list prints no table
     do {
-      json page = c.get(q + (cont.empty() ? "" : "&continue=" + url_escape(cont)));
-      for (const auto& j : page["items"]) {
+      const std::string path = q + (cont.empty() ? "" : "&continue=" + url_escape(cont));
+      json page = c.get(path);
+      if (page.contains("items") && !page["items"].is_array()) fail(3, c.server + " is not a GreenShard controller: "
+                                                                    "GET /v1/jobs answered no items list (" +
+                                                                    c.check_server() + ")");
+      if (c.output == "table" && !header) {
+        std::printf("%-17s %-24s %-11s %-10s %s\n", "ID", "NAME", "STATE", "REGION", "GCO2E");
+        header = true;
+      }
+      for (const auto& j : page.value("items", json::array())) {
         all_items.push_back(j);
         if (c.output == "table")
-          std::printf("%-17s %-24s %-11s %-10s %.4g\n", str(j, "id").c_str(), j["spec"].value("name", "").c_str(),
-                      str(j, "state").c_str(),
-                      j["placement"].is_object() ? j["placement"].value("region", "").c_str() : "-",
-                      j["energy"].value("total_grams", 0.0));
+          std::printf("%-17s %-24s %-11s %-10s %.4g\n", str(j, "id").c_str(),
+                      member(j, "spec").value("name", "").c_str(), str(j, "state").c_str(),
+                      j.contains("placement") && j["placement"].is_object()
+                          ? j["placement"].value("region", "").c_str() : "-",
+                      member(j, "energy").value("total_grams", 0.0));
       }
       cont = str(page, "continue");
     } while (all && !cont.empty());
@@ -350,7 +541,9 @@ int run(int argc, char** argv) {
   if (*del) {
     check_id(id);
     auto cl = c.client();
-    json j = c.check(cl.Delete("/v1/jobs/" + id), cl);
+    const std::string path = "/v1/jobs/" + id;
+    const auto t0 = std::chrono::steady_clock::now();
+    json j = c.check(cl.Delete(path), cl, path, t0);
     if (c.output == "json") std::cout << j.dump(2) << "\n";
     else std::printf("%s deleted\n", id.c_str());
     return 0;
@@ -359,7 +552,8 @@ int run(int argc, char** argv) {
     check_id(id);
     std::string path = "/v1/jobs/" + id + "/logs?rank=" + std::to_string(rank) + (follow ? "&follow=true" : "");
     auto cl = c.client();
-    cl.set_read_timeout(std::chrono::hours(1));
+    if (follow) cl.set_read_timeout(std::chrono::hours(1));  // a quiet rank is no dead server
+    const auto t0 = std::chrono::steady_clock::now();
     std::string err_body;
     int status = 0;
     auto r = cl.Get(
@@ -376,10 +570,11 @@ int run(int argc, char** argv) {
           }
           return true;
         });
-    if (!r) c.unreachable(r, cl);
+    // -f waits an hour between chunks, not --timeout: no failure of it reads as a timeout.
+    if (!r) c.unreachable(r, cl, follow ? t0 + std::chrono::hours(1) : t0);
     if (status >= 400) {
       r->body = err_body;
-      c.check(r, cl);
+      c.check(r, cl, path, t0);
     }
     return 0;
   }
@@ -392,7 +587,7 @@ int run(int argc, char** argv) {
       if (c.output == "json") {
         std::cout << j.dump() << "\n" << std::flush;
       } else {
-        const auto& p = j["progress"];
+        const auto& p = member(j, "progress");
         long long step = p.value("step", 0LL), total = p.value("total_steps", 0LL);
         double frac = total > 0 ? double(step) / double(total) : 0;
         int w = 24, filled = int(frac * w + 0.5);
@@ -400,7 +595,7 @@ int run(int argc, char** argv) {
         std::printf("%s%-10s %s %3.0f%% step %lld/%lld loss %.4g %.0f tok/s ETA %s %.4g gCO2e%s",
                     tty ? "\r" : "", st.c_str(), bar.c_str(), frac * 100, step, total, p.value("loss", 0.0),
                     p.value("tokens_per_s", 0.0), fmt_duration(p.value("eta_s", 0.0)).c_str(),
-                    j["energy"].value("total_grams", 0.0), tty ? "   " : "\n");
+                    member(j, "energy").value("total_grams", 0.0), tty ? "   " : "\n");
         std::fflush(stdout);
       }
       if (st == "SUCCEEDED" || st == "FAILED" || st == "CANCELLED") {
@@ -421,6 +616,9 @@ int run(int argc, char** argv) {
       return 0;
     }
     std::printf("%-12s %10s %6s %10s %5s %s\n", "REGION", "GCO2/KWH", "PUE", "FREE/CAP", "GPUS", "EXECUTOR");
+    if (!r.contains("items") || !r["items"].is_array())
+      fail(3, c.server + " is not a GreenShard controller: GET /v1/regions answered no items list (" +
+                  c.check_server() + ")");
     for (const auto& x : r["items"])
       std::printf("%-12s %10.1f %6.2f %4d/%-5d %5d %s\n", str(x, "name").c_str(),
                   x.value("intensity_gco2_per_kwh", 0.0), x.value("pue", 1.0), x.value("free_nodes", 0),
