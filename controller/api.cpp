@@ -1,12 +1,10 @@
 #include "controller/api.h"
 #include "controller/file_watch.h"
+#include "controller/http_edge.h"
 #include "controller/tls_credentials.h"
 
 #include <httplib.h>
-#include <arpa/inet.h>
-#include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <openssl/ssl.h>
 
 #include <atomic>
 #include <mutex>
@@ -27,9 +25,12 @@ namespace {
 
 constexpr int64_t kMaxLogChunk = 1 << 20;
 
+// The one place a reply's JSON is written: a reply may carry text from
+// outside (a path, a parameter, a name), and bytes in it that are not UTF-8
+// become U+FFFD instead of an exception (nlohmann's type_error 316).
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void send_error(httplib::Response& res, const ApiError& e) {
@@ -41,7 +42,7 @@ void only_params(const httplib::Request& req, std::initializer_list<const char*>
   for (const auto& [k, v] : req.params) {
     bool ok = false;
     for (const char* a : allowed) ok = ok || k == a;
-    if (!ok) throw ApiError(400, "unknown_parameter", "unknown query parameter '" + k + "'", k);
+    if (!ok) throw ApiError(400, "unknown_parameter", "unknown query parameter " + quote_untrusted(k), k);
   }
 }
 
@@ -56,7 +57,8 @@ int64_t int_param(const httplib::Request& req, const char* name, int64_t def, in
     pos = 0;
   }
   if (pos == 0 || pos != v.size())
-    throw ApiError(400, "invalid_parameter", std::string(name) + ": expected an integer, got '" + v + "'", name);
+    throw ApiError(400, "invalid_parameter", std::string(name) + ": expected an integer, got " + quote_untrusted(v),
+                   name);
   if (x < lo || x > hi)
     throw ApiError(400, "invalid_parameter",
                    std::string(name) + ": must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
@@ -69,7 +71,8 @@ bool bool_param(const httplib::Request& req, const char* name) {
   const std::string v = req.get_param_value(name);
   if (v == "true" || v == "1" || v.empty()) return true;
   if (v == "false" || v == "0") return false;
-  throw ApiError(400, "invalid_parameter", std::string(name) + ": expected true or false", name);
+  throw ApiError(400, "invalid_parameter", std::string(name) + ": expected true or false, got " + quote_untrusted(v),
+                 name);
 }
 
 // A strict boolean query parameter: absent -> false; exactly "true" or
@@ -82,23 +85,48 @@ bool strict_bool_param(const httplib::Request& req, const char* name) {
   const std::string v = req.get_param_value(name);
   if (v == "true") return true;
   if (v == "false") return false;
-  throw ApiError(400, "invalid_parameter", std::string(name) + ": expected true or false, got '" + v + "'", name);
+  throw ApiError(400, "invalid_parameter", std::string(name) + ": expected true or false, got " + quote_untrusted(v),
+                 name);
 }
 
-// POST bodies are JSON; a form body would also be parsed into query params.
-void require_json(const httplib::Request& req) {
-  if (req.body.empty() && !req.has_header("Content-Type")) return;
-  std::string ct = req.get_header_value("Content-Type");
-  if (ct.rfind("application/json", 0) != 0)
-    throw ApiError(415, "unsupported_media_type",
-                   "Content-Type must be application/json, got '" + ct + "'", "Content-Type");
+// A body's media type: application/json, or (where `yaml_ok`: POST
+// /v1/jobs) application/yaml, the type RFC 9512 registers, and its older
+// spellings application/x-yaml and text/yaml. Matched exactly, type and
+// subtype case-insensitive, parameters (`; charset=utf-8`) allowed; anything
+// else is 415 naming Content-Type (a form body would also be parsed into
+// query parameters). No body and no Content-Type: JSON.
+enum class Media { kJson, kYaml };
+Media body_media(const httplib::Request& req, bool yaml_ok) {
+  if (req.body.empty() && !req.has_header("Content-Type")) return Media::kJson;
+  const std::string ct = req.get_header_value("Content-Type");
+  std::string type = ct.substr(0, ct.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.erase(0, 1);
+  for (char& c : type) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (type == "application/json") return Media::kJson;
+  if (yaml_ok && (type == "application/yaml" || type == "application/x-yaml" || type == "text/yaml"))
+    return Media::kYaml;
+  throw ApiError(415, "unsupported_media_type",
+                 std::string("Content-Type must be application/json") + (yaml_ok ? " or application/yaml" : "") +
+                     ", got " + quote_untrusted(ct),
+                 "Content-Type");
 }
 
+// A JSON body (the worker's status push): the media type, then the one
+// reader of outside JSON (depth limit, api_types.h).
 json parse_body(const httplib::Request& req) {
-  require_json(req);
-  json j = json::parse(req.body, nullptr, false);
-  if (j.is_discarded()) throw ApiError(400, "invalid_json", "the body is not valid JSON");
-  return j;
+  body_media(req, false);
+  return parse_json_input(req.body);
+}
+
+// GET /v1/jobs/{id}/logs?...follow...: the requests that stream for as long
+// as the job runs, served by the edge's stream pool.
+bool is_log_stream(std::string_view method, std::string_view target) {
+  if (method != "GET") return false;
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return false;
+  const std::string_view path = target.substr(0, q), query = target.substr(q + 1);
+  return path.size() > 5 && path.substr(path.size() - 5) == "/logs" && query.find("follow") != std::string_view::npos;
 }
 
 }  // namespace
@@ -112,16 +140,26 @@ int64_t decode_continue(const std::string& token, const std::string& filter_key)
   auto bad = [](const std::string& why) {
     return ApiError(400, "invalid_parameter", "continue: " + why, "continue");
   };
-  auto raw = base64_decode(token, Base64::kUrl);
-  if (!raw) throw bad("not a token issued by this server");
-  json j = json::parse(*raw, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("v", 0) != 1 || !j.contains("s") ||
-      !j["s"].is_number_integer() || !j.contains("f") || !j["f"].is_string())
+  // Anything a client sends here is untrusted: every shape that is not
+  // exactly {"v": 1, "s": <int >= 0>, "f": "<16 hex>"} is the same 400.
+  int64_t s = -1;
+  std::string f;
+  try {
+    auto raw = base64_decode(token, Base64::kUrl);
+    if (!raw) throw bad("not a token issued by this server");
+    const json j = parse_json_input(*raw);
+    if (!j.is_object() || j.size() != 3 || !j.contains("v") || !j["v"].is_number_integer() || j["v"] != 1 ||
+        !j.contains("s") || !j["s"].is_number_integer() || !j.contains("f") || !j["f"].is_string())
+      throw bad("not a token issued by this server");
+    if (j["s"].is_number_unsigned() && j["s"].get<uint64_t>() > uint64_t(INT64_MAX))
+      throw bad("not a token issued by this server");
+    s = j["s"].get<int64_t>();
+    f = j["f"].get<std::string>();
+  } catch (const std::exception&) {
     throw bad("not a token issued by this server");
-  if (j["f"].get<std::string>() != sha256_hex(filter_key).substr(0, 16))
-    throw bad("the token was issued for a different filter");
-  int64_t s = j["s"].get<int64_t>();
+  }
   if (s < 0) throw bad("not a token issued by this server");
+  if (f != sha256_hex(filter_key).substr(0, 16)) throw bad("the token was issued for a different filter");
   return s;
 }
 
@@ -131,12 +169,11 @@ struct ApiServer::Impl {
   const Auth& auth;
   Metrics& metrics;
   ApiOptions opt;
-  std::unique_ptr<TlsCredentials> creds;  // HTTPS: the pair each handshake takes (outlives svr)
-  std::unique_ptr<httplib::Server> svr;
+  std::unique_ptr<TlsCredentials> creds;  // HTTPS: the pair each handshake takes (outlives edge)
+  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ssl_ctx{nullptr, SSL_CTX_free};
+  std::unique_ptr<HttpRouter> svr;        // the routes (never listens)
+  std::unique_ptr<HttpEdge> edge;         // connections, deadlines, the pools (http_edge.h)
   std::unique_ptr<FileWatch> tls_watch;   // HTTPS: replaces `creds` when the files change
-  std::atomic<bool> serving{false};
-  std::mutex run_mu;
-  bool stop_requested = false;
 
   Impl(Registry& r, Scheduler& s, const Auth& a, Metrics& m, ApiOptions o)
       : reg(r), sched(s), auth(a), metrics(m), opt(std::move(o)) {
@@ -148,22 +185,22 @@ struct ApiServer::Impl {
           std::vector<std::string>{opt.tls_cert, opt.tls_key}, FileWatchOptions{opt.tls_poll},
           [this](const std::vector<WatchedFile>& f, bool forced, bool initial) { reload_tls(f, forced, initial); },
           [this](const std::string& what) { tls_log(false, "TLS certificate reload failed: " + what); });
-      auto s = std::make_unique<httplib::SSLServer>(opt.tls_cert.c_str(), opt.tls_key.c_str());
-      if (!s->is_valid())
-        throw std::runtime_error("TLS: cannot load certificate '" + opt.tls_cert + "' and key '" +
-                                 opt.tls_key + "'");
-      creds->install(s->ssl_context());
-      svr = std::move(s);
-    } else {
-      svr = std::make_unique<httplib::Server>();
+      ssl_ctx.reset(SSL_CTX_new(TLS_server_method()));
+      if (!ssl_ctx || !SSL_CTX_set_min_proto_version(ssl_ctx.get(), TLS1_2_VERSION))
+        throw std::runtime_error("TLS: cannot make a server context");
+      SSL_CTX_set_options(ssl_ctx.get(), SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+      creds->install(ssl_ctx.get());
     }
-    int n = opt.threads;
-    svr->new_task_queue = [n] { return new httplib::ThreadPool(size_t(n)); };
+    svr = std::make_unique<HttpRouter>();
     svr->set_payload_max_length(opt.max_body_bytes);
-    svr->set_keep_alive_max_count(100000);
-    svr->set_keep_alive_timeout(30);
-    svr->set_tcp_nodelay(true);
     routes();
+    HttpEdgeOptions eo = opt.edge;
+    eo.workers = opt.threads;
+    eo.max_body_bytes = opt.max_body_bytes;
+    eo.tls = ssl_ctx.get();
+    eo.is_stream = &is_log_stream;
+    eo.on_edge_response = [this](int status) { metrics.request("", status); };
+    edge = std::make_unique<HttpEdge>(*svr, std::move(eo));
   }
 
   void tls_log(bool ok, const std::string& line) {
@@ -226,8 +263,14 @@ struct ApiServer::Impl {
   }
 
   void check_against_config(const JobSpec& s) const {
+    // A deadline already past (by the registry's clock) cannot be honoured.
+    if (s.deadline_ms > 0 && s.deadline_ms <= reg.clock().now_ms())
+      throw ApiError(422, "deadline_passed",
+                     "deadline: " + format_rfc3339(s.deadline_ms) + " is not after now (" +
+                         format_rfc3339(reg.clock().now_ms()) + ")",
+                     "deadline");
     const auto& regions = sched.region_configs();
-    int max_nodes = 0;
+    int max_nodes = 0, max_gpus = 0;
     for (size_t i = 0; i < s.regions.size(); ++i) {
       auto it = std::find_if(regions.begin(), regions.end(),
                              [&](const RegionConfig& r) { return r.name == s.regions[i]; });
@@ -235,8 +278,16 @@ struct ApiServer::Impl {
         throw ApiError(422, "unknown_region", "regions[" + std::to_string(i) + "]: no region '" +
                                                   s.regions[i] + "' is configured",
                        "regions[" + std::to_string(i) + "]");
+      max_gpus = std::max(max_gpus, it->gpus_per_node);
       if (it->gpus_per_node >= s.gpus_per_node) max_nodes = std::max(max_nodes, it->nodes);
     }
+    // The GPUs per node first: with none that has enough, no node count fits,
+    // and the cause is gpus_per_node, not nodes.
+    if (max_gpus < s.gpus_per_node)
+      throw ApiError(422, "unschedulable",
+                     "gpus_per_node: no allowed region has nodes with " + std::to_string(s.gpus_per_node) +
+                         " GPUs (the most is " + std::to_string(max_gpus) + ")",
+                     "gpus_per_node");
     if (max_nodes < s.nodes)
       throw ApiError(422, "unschedulable",
                      "nodes: no allowed region has " + std::to_string(s.nodes) + " nodes with " +
@@ -270,17 +321,42 @@ struct ApiServer::Impl {
   }
 
   void routes() {
-    auto& s = *svr;
-    s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    // Every route is registered through `s`, which also records its path
+    // pattern and method: a known path asked with another method is 405 with
+    // an Allow header, an unknown path 404.
+    using Known = std::vector<std::pair<std::regex, std::string>>;
+    auto known = std::make_shared<Known>();
+    struct Router {
+      httplib::Server& svr;
+      Known& known;
+      void Get(const std::string& p, httplib::Server::Handler h) { add("GET", p), svr.Get(p, std::move(h)); }
+      void Post(const std::string& p, httplib::Server::Handler h) { add("POST", p), svr.Post(p, std::move(h)); }
+      void Delete(const std::string& p, httplib::Server::Handler h) { add("DELETE", p), svr.Delete(p, std::move(h)); }
+      void add(const char* method, const std::string& p) { known.emplace_back(std::regex(p), method); }
+    } s{*svr, *known};
+    svr->set_error_handler([known](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
       ApiError e(res.status, "error", "error");
-      if (res.status == 404) e = ApiError(404, "route_not_found", "no route " + req.method + " " + req.path);
+      std::string allow;
+      if (res.status == 404) {
+        bool get = false, post = false, del = false;
+        for (const auto& [re, m] : *known)
+          if (std::regex_match(req.path, re)) get |= m == "GET", post |= m == "POST", del |= m == "DELETE";
+        for (const char* m : {get ? "GET, HEAD" : "", post ? "POST" : "", del ? "DELETE" : ""})
+          if (*m) allow += (allow.empty() ? "" : ", ") + std::string(m);
+      }
+      if (!allow.empty())
+        e = ApiError(405, "method_not_allowed",
+                     req.method + " is not allowed on " + quote_untrusted(req.path, 200) + " (allowed: " + allow + ")");
+      else if (res.status == 404)
+        e = ApiError(404, "route_not_found", "no route " + req.method + " " + quote_untrusted(req.path, 200));
       else if (res.status == 413) e = ApiError(413, "payload_too_large", "the request body is too large");
       else if (res.status == 400) e = ApiError(400, "bad_request", "malformed HTTP request");
       else e = ApiError(res.status, "http_" + std::to_string(res.status), "HTTP error " + std::to_string(res.status));
       send_json(res, e.status, e.to_json());
+      if (!allow.empty()) res.set_header("Allow", allow);
     });
-    s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    svr->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       metrics.request(req.method, res.status);
     });
 
@@ -314,7 +390,7 @@ struct ApiServer::Impl {
     // no slot of the tenant's quota.
     s.Post("/v1/jobs", wrap([this](const httplib::Request& req, httplib::Response& res) {
       Principal p = user(req);
-      require_json(req);
+      const bool yaml = body_media(req, /*yaml_ok=*/true) == Media::kYaml;
       only_params(req, {"dryRun"});
       const bool dry_run = strict_bool_param(req, "dryRun");
       std::string key = req.get_header_value("Idempotency-Key");
@@ -323,7 +399,7 @@ struct ApiServer::Impl {
       for (char c : key)
         if (c < 0x21 || c > 0x7e)
           throw ApiError(400, "invalid_header", "Idempotency-Key: printable ASCII only", "Idempotency-Key");
-      JobSpec spec = parse_job_spec_text(req.body);
+      JobSpec spec = parse_job_spec_text(req.body, yaml);
       check_worker_spec(spec.worker);  // the worker's own schema: 400 naming worker.<field>
       check_against_config(spec);
       if (dry_run) {
@@ -358,7 +434,7 @@ struct ApiServer::Impl {
         auto st = parse_state(req.get_param_value("state"));
         if (!st)
           throw ApiError(400, "invalid_parameter",
-                         "state: unknown state '" + req.get_param_value("state") + "'", "state");
+                         "state: unknown state " + quote_untrusted(req.get_param_value("state")), "state");
         f.state = st;
       }
       f.limit = int(int_param(req, "limit", 100, 1, 1000));
@@ -459,20 +535,20 @@ struct ApiServer::Impl {
     }));
 
     s.Post(R"(/v1/jobs/([a-z0-9]{1,64})/status)", wrap([this](const httplib::Request& req, httplib::Response& res) {
+      // Only the job's own worker token (GREENSHARD_STATUS_TOKEN, what the
+      // executors hand its gang): no tokens-file token, whatever its role or
+      // tenant, and no other job's token. Deployed workers never hold a
+      // tokens-file token for this route (scheduler.cpp: status_token =
+      // the job's worker_token).
       const std::string id = req.matches[1].str();
       const std::string header = req.get_header_value("Authorization");
       auto token = bearer_token(header);
       if (!token) auth.authenticate(header);  // throws the right 401
-      auto file_principal = auth.lookup(*token);
-      if (file_principal && file_principal->role == Role::kUser)
-        throw ApiError(403, "forbidden", "only worker tokens may push job status", "Authorization");
+      if (auth.lookup(*token))
+        throw ApiError(403, "forbidden", "only the job's own worker token may push its status", "Authorization");
       auto j = reg.get(id);
-      if (!file_principal) {
-        if (!j || j->worker_token != *token)
-          throw ApiError(401, "unauthenticated", "unknown token", "Authorization");
-      } else if (!j) {
-        throw ApiError(404, "not_found", "no job '" + id + "'", "id");
-      }
+      if (!j || j->worker_token.empty() || j->worker_token != *token)
+        throw ApiError(401, "unauthenticated", "unknown token", "Authorization");
       only_params(req, {});
       Progress pr = parse_worker_status(parse_body(req));
       pr.updated_ms = reg.clock().now_ms();
@@ -526,7 +602,7 @@ struct ApiServer::Impl {
       const std::string name = req.matches[1].str();
       const auto& regions = sched.region_configs();
       auto it = std::find_if(regions.begin(), regions.end(), [&](const RegionConfig& r) { return r.name == name; });
-      if (it == regions.end()) throw ApiError(404, "not_found", "no region '" + name + "'", "name");
+      if (it == regions.end()) throw ApiError(404, "not_found", "no region " + quote_untrusted(name), "name");
       double v = 0;
       try {
         v = intensity_in_force(*it, reg.clock().now_ms(), opt.intensity);
@@ -544,66 +620,17 @@ ApiServer::ApiServer(Registry& registry, Scheduler& scheduler, const Auth& auth,
     : impl_(std::make_unique<Impl>(registry, scheduler, auth, metrics, std::move(options))) {}
 ApiServer::~ApiServer() { stop(); }
 
-namespace {
+int ApiServer::bind(const std::string& host, int port) { return impl_->edge->bind(host, port); }
 
-// Debian's cpp-httplib is a compiled library that listens with a backlog of
-// 5 (CPPHTTPLIB_LISTEN_BACKLOG is baked into the .so): clients connecting at
-// once beyond that overflow the accept queue, their handshake is dropped and
-// retried after ~1 s, and some first requests fail. listen() on a socket
-// that already listens only changes its backlog, so find the server's
-// listening socket (this process's, bound to `port`) and raise it.
-void raise_listen_backlog(int port, int backlog) {
-  DIR* d = ::opendir("/proc/self/fd");
-  if (!d) return;
-  while (dirent* e = ::readdir(d)) {
-    char* end = nullptr;
-    long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == ::dirfd(d)) continue;
-    int listening = 0;
-    socklen_t len = sizeof(listening);
-    if (::getsockopt(int(fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
-    sockaddr_storage addr{};
-    socklen_t alen = sizeof(addr);
-    if (::getsockname(int(fd), reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
-    int p = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
-            : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                         : -1;
-    if (p == port) ::listen(int(fd), backlog);
-  }
-  ::closedir(d);
+void ApiServer::serve() { impl_->edge->serve(); }
+
+void ApiServer::stop() { impl_->edge->stop(); }
+
+std::string ApiServer::serve_bytes(std::string_view bytes) {
+  return controller::serve_bytes(*impl_->svr, bytes, impl_->opt.edge);
 }
 
-}  // namespace
-
-int ApiServer::bind(const std::string& host, int port) {
-  int bound = port == 0 ? impl_->svr->bind_to_any_port(host) : (impl_->svr->bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
-  raise_listen_backlog(bound, 1024);
-  return bound;
-}
-
-void ApiServer::serve() {
-  {
-    std::lock_guard<std::mutex> l(impl_->run_mu);
-    if (impl_->stop_requested) return;
-    impl_->serving = true;
-  }
-  impl_->svr->listen_after_bind();
-  impl_->serving = false;
-}
-
-void ApiServer::stop() {
-  {
-    std::lock_guard<std::mutex> l(impl_->run_mu);
-    impl_->stop_requested = true;
-    if (!impl_->serving) return;  // serve() will not start, or has returned
-  }
-  // serve() is in (or about to enter) listen_after_bind: wait until the
-  // server runs, then stop it.
-  while (impl_->serving.load() && !impl_->svr->is_running())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  impl_->svr->stop();
-}
+HttpEdge::Stats ApiServer::edge_stats() const { return impl_->edge->stats(); }
 
 bool ApiServer::tls() const { return !impl_->opt.tls_cert.empty(); }
 

@@ -11,7 +11,7 @@
 //   POST   /v1/jobs/{id}/cancel      cancel                              user, admin
 //   DELETE /v1/jobs/{id}             delete a finished job               user, admin
 //   GET    /v1/jobs/{id}/logs        rank, offset, follow                user, admin
-//   POST   /v1/jobs/{id}/status      worker progress push                worker, the job's token
+//   POST   /v1/jobs/{id}/status      worker progress push                the job's own worker token
 //   GET    /v1/regions               intensity, forecast, capacity, PUE  user, admin
 //   GET    /v1/regions/{name}/intensity  {"region", "gco2_per_kwh"} in force now
 //                                    (intensity_in_force)                any file token,
@@ -20,13 +20,18 @@
 //   GET    /v1/openapi.json, /healthz, /readyz, /metrics                 no token
 //
 // Contract: handlers parse, call the registry/scheduler and render; every
-// error is {"error": {"code", "message", "field"}} with 400 (malformed),
-// 401 (no/unknown token), 403 (role may not use the route), 404 (absent or
-// another tenant's job, or no such route), 409 (state or idempotency
-// conflict), 413 (body over the limit), 422 (valid JSON the controller
-// cannot honour: unknown region, more nodes than any region has), 429
-// (tenant quota), 415 (a body that is not application/json). Unknown query parameters and body fields are 400 naming
-// the field.
+// error is {"error": {"code", "message", "field"}} with 400 (malformed;
+// nested deeper than 64 levels), 401 (no/unknown token), 403 (role may not
+// use the route), 404 (absent or another tenant's job, or no such route),
+// 405 (a known path, another method; Allow lists the methods), 409 (state or
+// idempotency conflict), 413 (body over the limit), 415 (a media type other
+// than JSON, or YAML on submit, matched exactly), 422 (valid input the
+// controller cannot honour: unknown region, a deadline already past, more
+// nodes or GPUs per node than any region has), 429 (tenant quota), 503 (the
+// store, or the edge's queue, is full). Unknown query parameters and body
+// fields are 400 naming the field. Replies are valid UTF-8 whatever the
+// input. Connections, deadlines and the worker pools are the edge's
+// (http_edge.h): it answers 400/408/413/414/431/501/503 itself.
 #pragma once
 
 #include <memory>
@@ -34,6 +39,7 @@
 #include <string>
 
 #include "controller/auth.h"
+#include "controller/http_edge.h"
 #include "controller/metrics.h"
 #include "controller/registry.h"
 #include "controller/scheduler.h"
@@ -46,7 +52,10 @@ struct ApiOptions {
   // field is left out.
   Store* store = nullptr;
   size_t max_decisions = 50;
-  int threads = 16;
+  int threads = 16;  // the edge's workers (edge.workers is taken from here)
+  // Connections: deadlines, caps, the queue and the stream pool
+  // (http_edge.h); max_body_bytes and tls are filled in from above.
+  HttpEdgeOptions edge;
   std::string tls_cert, tls_key;  // both set: HTTPS
   // How often the certificate and key files are checked for a change (a
   // renewed certificate is served to new connections without a restart;
@@ -66,6 +75,11 @@ class ApiServer {
   // Serves until stop(); blocks.
   void serve();
   void stop();
+  // Runs `bytes` as everything one connection sent, through the edge's
+  // checks and the routes, and returns what the server wrote back (the
+  // whole-request fuzz target; tests). No socket is involved.
+  std::string serve_bytes(std::string_view bytes);
+  HttpEdge::Stats edge_stats() const;
   bool tls() const;
   // Re-reads the TLS certificate and key now (SIGHUP), on the watch thread;
   // async-signal-safe. Nothing without TLS.

@@ -52,8 +52,7 @@ using Errors = std::map<int, std::string>;
 // malformed request head or body framing), 405 (another method on this
 // path; `Allow` lists the ones it has), 408 (a head or body not complete in
 // time), 413 (a body over the limit), 414 (a request target over 8 KiB), 431
-// (a head too large), 416 (a Range header the router cannot satisfy; no
-// route serves ranges), 500 (an unexpected exception), 501 (a
+// (a head too large), 500 (an unexpected exception), 501 (a
 // Transfer-Encoding other than chunked) and 503 overloaded (the request
 // queue is full or too many connections are open; with Retry-After).
 json error_responses(Errors errors) {
@@ -66,7 +65,6 @@ json error_responses(Errors errors) {
   add(408, "request_timeout: the request's head or body did not arrive in time");
   add(413, "payload_too_large: the request body is over the limit");
   add(414, "uri_too_long: the request target is longer than 8 KiB");
-  add(416, "http_416: a Range header that cannot be satisfied (no route serves ranges: send none)");
   add(431, "header_too_large: the request head is too large");
   add(500, "internal: an unexpected error in the controller");
   add(501, "not_implemented: a Transfer-Encoding other than chunked");

@@ -25,7 +25,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ALL=(fuzz_parsers fuzz_worker_config fuzz_checkpoint_manifest fuzz_carbon_csv fuzz_provider_json
-     fuzz_controller_config fuzz_kubeconfig fuzz_k8s_answers fuzz_auth_tokens fuzz_token_file)
+     fuzz_controller_config fuzz_kubeconfig fuzz_k8s_answers fuzz_auth_tokens fuzz_token_file
+     fuzz_http_request)
 TARGETS=("${ALL[@]}")
 SECONDS_EACH=300
 if [[ $# -ge 1 && $1 != all ]]; then

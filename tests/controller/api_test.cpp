@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "controller/base64.h"
 #include "controller/openapi.h"
 #include "fixture.h"
 
@@ -179,9 +180,31 @@ const ErrorCase kErrorCases[] = {
     {"more nodes than any region has is 422",
      [](Controller& c) { auto s = spec(); s["nodes"] = 3; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); }, 422,
      "unschedulable", "nodes"},
-    {"more GPUs per node than any region has is 422",
+    {"more GPUs per node than any region has is 422 naming gpus_per_node",
      [](Controller& c) { auto s = spec(); s["gpus_per_node"] = 2; return call(c, "POST", "/v1/jobs", kUserA, s.dump()); },
-     422, "unschedulable", "nodes"},
+     422, "unschedulable", "gpus_per_node"},
+    {"one GPU per node where no region has GPUs is 422 naming gpus_per_node",
+     [](Controller& c) {
+       auto s = spec();
+       s["gpus_per_node"] = 1;
+       s["procs_per_node"] = 1;
+       return call(c, "POST", "/v1/jobs", kUserA, s.dump());
+     },
+     422, "unschedulable", "gpus_per_node"},
+    {"a deadline in the past is 422 naming deadline",
+     [](Controller& c) {
+       auto s = spec();
+       s["deadline"] = format_rfc3339(c.clock.now_ms() - 1000);
+       return call(c, "POST", "/v1/jobs", kUserA, s.dump());
+     },
+     422, "deadline_passed", "deadline"},
+    {"a deadline in the past is 422 in a dry run too",
+     [](Controller& c) {
+       auto s = spec();
+       s["deadline"] = format_rfc3339(c.clock.now_ms());
+       return call(c, "POST", "/v1/jobs?dryRun=true", kUserA, s.dump());
+     },
+     422, "deadline_passed", "deadline"},
     {"a tenant over its quota is 429",
      [](Controller& c) {
        for (int i = 0; i < c.opt.max_live; ++i) submit(c, kUserB);
@@ -195,17 +218,23 @@ const ErrorCase kErrorCases[] = {
      [](Controller& c) { return call(c, "GET", "/v1/jobs/" + submit(c) + "/logs", kUserA); }, 404, "no_logs", "id"},
     {"a status push with an unknown field is 400",
      [](Controller& c) {
-       return call(c, "POST", "/v1/jobs/" + submit(c) + "/status", kWorker, R"({"state":"running","lost":1})");
+       auto id = submit(c);
+       return call(c, "POST", "/v1/jobs/" + id + "/status", c.registry->get(id)->worker_token,
+                   R"({"state":"running","lost":1})");
      },
      400, "unknown_field", "lost"},
     {"a status push with a bad state is 400",
-     [](Controller& c) { return call(c, "POST", "/v1/jobs/" + submit(c) + "/status", kWorker, R"({"state":"ok"})"); },
+     [](Controller& c) {
+       auto id = submit(c);
+       return call(c, "POST", "/v1/jobs/" + id + "/status", c.registry->get(id)->worker_token, R"({"state":"ok"})");
+     },
      400, "invalid_field", "state"},
     {"a status push for a finished job is 409",
      [](Controller& c) {
        auto id = submit(c);
        finish(c, id);
-       return call(c, "POST", "/v1/jobs/" + id + "/status", kWorker, R"({"state":"running"})");
+       return call(c, "POST", "/v1/jobs/" + id + "/status", c.registry->get(id)->worker_token,
+                   R"({"state":"running"})");
      },
      409, "already_finished", "id"},
 };
@@ -266,7 +295,7 @@ TEST(ControllerAuthMatrix, StatusPushAcceptsTheJobsOwnTokenOnlyForThatJob) {
       R"({"state":"running","step":10,"total_steps":100,"loss":2.5,"val_loss":null,"tokens_per_s":100.5,"eta_s":90,"energy_joules":360000,"operational_grams":12.5,"embodied_grams":0.5})";
   EXPECT_EQ(call(c, "POST", "/v1/jobs/" + a + "/status", tok_a, push).status, 200);
   EXPECT_EQ(call(c, "POST", "/v1/jobs/" + b + "/status", tok_a, push).status, 401);
-  EXPECT_EQ(call(c, "POST", "/v1/jobs/" + b + "/status", kWorker, push).status, 200);
+  EXPECT_EQ(call(c, "POST", "/v1/jobs/" + b + "/status", kWorker, push).status, 403);
   Reply g = call(c, "GET", "/v1/jobs/" + a, kUserA);
   EXPECT_EQ(g.body["progress"]["step"], 10);
   EXPECT_DOUBLE_EQ(g.body["energy"]["total_grams"].get<double>(), 13.0);
@@ -361,7 +390,7 @@ TEST(ControllerOpenApi, TheDocumentListsExactlyTheServedRoutes) {
       "post /v1/jobs", "get /v1/jobs", "get /v1/jobs/{id}", "delete /v1/jobs/{id}",
       "post /v1/jobs/{id}/cancel", "get /v1/jobs/{id}/logs", "post /v1/jobs/{id}/status",
       "get /v1/regions", "get /v1/regions/{name}/intensity", "get /v1/openapi.json", "get /healthz", "get /readyz",
-      "get /metrics"};
+      "get /metrics", "get /"};
   EXPECT_EQ(documented, expected);
   // Every documented operation is served (whatever its answer, it is not
   // "no such route").
@@ -375,8 +404,10 @@ TEST(ControllerOpenApi, TheDocumentListsExactlyTheServedRoutes) {
       EXPECT_NE(x.body["error"]["code"], "route_not_found") << op;
     }
   }
-  // And a route that is not documented is not served.
-  expect_error(call(c, "PUT", "/v1/jobs", kAdmin, "{}"), 404, "route_not_found", "");
+  // And a route that is not documented is not served: another method on a
+  // documented path is 405, an undocumented path 404.
+  expect_error(call(c, "PUT", "/v1/jobs", kAdmin, "{}"), 405, "method_not_allowed", "");
+  expect_error(call(c, "PUT", "/v1/jobz", kAdmin, "{}"), 404, "route_not_found", "");
 }
 
 TEST(ControllerApi, ServesHttpsWhenGivenACertificate) {
@@ -682,4 +713,230 @@ TEST(ControllerDryRun, UsesNeitherTheIdempotencyKeyNorTheQuota) {
   EXPECT_EQ(call(c, "POST", "/v1/jobs", kUserA, spec().dump()).status, 201);
   expect_error(call(c, "POST", "/v1/jobs", kUserA, spec().dump()), 429, "quota_exceeded", "");
   expect_no_jobs(c, 3);
+}
+
+// --- issue 33: hostile input -------------------------------------------------
+
+namespace {
+
+// A reply to hostile input: a 4xx with the JSON error body, never a 500 or a
+// dropped connection.
+void expect_client_error(const Reply& r, int status, const std::string& field, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(r.status, status) << r.text;
+  ASSERT_TRUE(r.body.is_object() && r.body.contains("error")) << r.text;
+  EXPECT_EQ(r.body["error"]["field"], field) << r.text;
+  EXPECT_TRUE(r.body["error"]["message"].is_string()) << r.text;
+}
+
+Reply patch(const Controller& c, const std::string& path, const std::string& token, const std::string& body) {
+  auto cli = c.client(token);
+  httplib::Result r = cli.Patch(path, body, "application/json");
+  Reply out;
+  if (!r) return out;
+  out.status = r->status;
+  out.text = r->body;
+  out.body = json::parse(r->body, nullptr, false);
+  return out;
+}
+
+std::string allow_header(const Controller& c, const std::string& method, const std::string& path) {
+  auto cli = c.client(kUserA);
+  httplib::Result r = method == "PUT"       ? cli.Put(path, "{}", "application/json")
+                      : method == "PATCH"   ? cli.Patch(path, "{}", "application/json")
+                      : method == "OPTIONS" ? cli.Options(path)
+                      : method == "DELETE"  ? cli.Delete(path)
+                      : method == "POST"    ? cli.Post(path, "{}", "application/json")
+                                            : cli.Get(path);
+  if (!r) return "(no reply)";
+  json b = json::parse(r->body, nullptr, false);
+  if (r->status != 405 || !b.is_object() || b["error"]["code"] != "method_not_allowed") return "(" + r->body + ")";
+  return r->get_header_value("Allow");
+}
+
+std::string nested_arrays(int levels) { return std::string(size_t(levels), '[') + std::string(size_t(levels), ']'); }
+
+}  // namespace
+
+TEST(ControllerHostileInput, InvalidUtf8AnywhereIsA4xxWithAJsonBodyAndTheServerLivesOn) {
+  Controller c;
+  const std::string id = submit(c);
+  const std::string bad_ct = "application/\xff\xfejson";
+  expect_client_error(call(c, "GET", "/v1/jobs/%ff", kUserA), 404, "", "a job id");
+  expect_client_error(call(c, "GET", "/v1/%ff", kUserA), 404, "", "a route");
+  expect_client_error(call(c, "GET", "/v1/%ff", ""), 404, "", "a route without a token");
+  expect_client_error(call(c, "GET", "/v1/jobs?%ff=1", kUserA), 400, "\xef\xbf\xbd", "a query key");
+  expect_client_error(call(c, "GET", "/v1/jobs?state=%ff%c0", kUserA), 400, "state", "a query value");
+  expect_client_error(call(c, "GET", "/v1/jobs?limit=%ff", kUserA), 400, "limit", "an integer value");
+  expect_client_error(call(c, "POST", "/v1/jobs?dryRun=%ff", kUserA, spec().dump()), 400, "dryRun", "dryRun");
+  expect_client_error(call(c, "GET", "/v1/jobs/" + id + "/logs?rank=%ff", kUserA), 400, "rank", "rank");
+  expect_client_error(call(c, "GET", "/v1/jobs/" + id + "/logs?follow=%ff", kUserA), 400, "follow", "follow");
+  expect_client_error(call(c, "GET", "/v1/regions/%ff/intensity", kUserA), 404, "name", "a region name");
+  expect_client_error(call(c, "POST", "/v1/jobs", kUserA, spec().dump(), {}, bad_ct), 415, "Content-Type",
+                      "a Content-Type");
+  expect_client_error(call(c, "GET", "/v1/jobs?continue=%ff", kUserA), 400, "continue", "a continue token");
+  // A spec whose strings hold a \u escape of a lone surrogate or invalid bytes.
+  expect_client_error(call(c, "POST", "/v1/jobs", kUserA, "{\"name\":\"\xff\"}"), 400, "", "a body");
+  EXPECT_EQ(call(c, "GET", "/healthz", "").status, 200);
+  EXPECT_EQ(call(c, "GET", "/v1/jobs/" + id, kUserA).status, 200);
+}
+
+TEST(ControllerHostileInput, NestingDeeperThan64LevelsIs400NamingTheFieldNeverACrash) {
+  Controller c;
+  // `worker.model` holding n arrays: the document is n + 2 levels deep.
+  for (int arrays : {70000, 50000, 30000, 63}) {
+    const std::string body =
+        R"({"name":"x","regions":["DE"],"worker":{"model":)" + nested_arrays(arrays) + "}}";
+    Reply r = call(c, "POST", "/v1/jobs?dryRun=true", kUserA, body);
+    expect_client_error(r, 400, "worker.model", std::to_string(arrays) + " arrays");
+    EXPECT_EQ(r.body["error"]["code"], "too_deep");
+    EXPECT_EQ(r.body["error"]["message"], "worker.model: nested deeper than 64 levels");
+  }
+  // 64 levels: read, then refused as the type error it is.
+  Reply ok = call(c, "POST", "/v1/jobs?dryRun=true", kUserA,
+                  R"({"name":"x","regions":["DE"],"worker":{"model":)" + nested_arrays(62) + "}}");
+  expect_error(ok, 400, "invalid_field", "worker.model");
+  EXPECT_EQ(ok.body["error"]["message"], "worker.model: expected an object, got an array");
+  // The top level, and the status push (the other reader of outside JSON).
+  expect_client_error(call(c, "POST", "/v1/jobs", kUserA, nested_arrays(70000)), 400, "", "the top level");
+  const std::string id = submit(c);
+  Reply st = call(c, "POST", "/v1/jobs/" + id + "/status", c.registry->get(id)->worker_token,
+                  R"({"state":"running","message":)" + nested_arrays(70000) + "}");
+  expect_client_error(st, 400, "message", "a status push");
+  EXPECT_EQ(st.body["error"]["code"], "too_deep");
+  // YAML bodies have the same limit, and never say "yaml-cpp".
+  for (int arrays : {63, 5000, 70000}) {
+    Reply y = call(c, "POST", "/v1/jobs?dryRun=true", kUserA,
+                   "name: x\nregions: [DE]\nworker:\n  model: " + nested_arrays(arrays) + "\n", {}, "application/yaml");
+    expect_client_error(y, 400, arrays == 63 ? "worker.model" : "", "YAML " + std::to_string(arrays));
+    EXPECT_EQ(y.body["error"]["code"], "too_deep");
+    EXPECT_EQ(y.text.find("yaml-cpp"), std::string::npos);
+  }
+  EXPECT_EQ(call(c, "GET", "/healthz", "").status, 200);
+}
+
+TEST(ControllerAuthMatrix, StatusPushTakesOnlyTheJobsOwnWorkerToken) {
+  Controller c;
+  // A tokens-file worker of another tenant, next to the fixture's team-a one.
+  c.auth.replace(Auth::from_text(tokens_text() + "worker-token-team-b-001,team-b,worker\n"));
+  const std::string a = submit(c), b = submit(c, kUserB);
+  const std::string push = R"({"state":"running","step":1})";
+  struct Row {
+    const char* who;
+    std::string token;
+    int status;
+  };
+  const Row rows[] = {
+      {"no token", "", 401},
+      {"an unknown token", "not-a-known-token-at-all", 401},
+      {"a user of the job's tenant", kUserA, 403},
+      {"a user of another tenant", kUserB, 403},
+      {"an admin", kAdmin, 403},
+      {"a tokens-file worker of the job's tenant", kWorker, 403},
+      {"a tokens-file worker of another tenant", "worker-token-team-b-001", 403},
+      {"another job's worker token", c.registry->get(b)->worker_token, 401},
+      {"the job's own worker token", c.registry->get(a)->worker_token, 200},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.who);
+    Reply got = call(c, "POST", "/v1/jobs/" + a + "/status", r.token, push);
+    EXPECT_EQ(got.status, r.status) << got.text;
+    if (r.status != 200) {
+      ASSERT_TRUE(got.body.is_object()) << got.text;
+      EXPECT_EQ(got.body["error"]["field"], "Authorization");
+    }
+  }
+  EXPECT_EQ(c.registry->get(a)->progress.step, 1);
+  EXPECT_EQ(c.registry->get(b)->progress.step, 0) << "nothing reached the other job";
+}
+
+TEST(ControllerHostileInput, OnlyJsonAndYamlMediaTypesAreAccepted) {
+  Controller c;
+  struct Row {
+    std::string content_type;
+    int status;
+  };
+  const std::string yaml = "name: from-yaml\nregions: [DE, FR]\nprocs_per_node: 2\nworker:\n  data: {train: t.bin}\n";
+  const Row json_rows[] = {{"application/json", 200},
+                           {"application/json; charset=utf-8", 200},
+                           {"Application/JSON;charset=UTF-8", 200},
+                           {"application/jsonx", 415},
+                           {"application/json-patch+json", 415},
+                           {"multipart/form-data; boundary=x", 415},
+                           {"text/plain", 415},
+                           {"application/x-www-form-urlencoded", 415}};
+  for (const auto& r : json_rows) {
+    SCOPED_TRACE(r.content_type);
+    // (a multipart body that is not multipart is the HTTP layer's 400: send a real one)
+    const std::string body = r.content_type.rfind("multipart/", 0) == 0
+                                 ? "--x\r\nContent-Disposition: form-data; name=\"spec\"\r\n\r\n" + spec().dump() +
+                                       "\r\n--x--\r\n"
+                                 : spec().dump();
+    Reply got = call(c, "POST", "/v1/jobs?dryRun=true", kUserA, body, {}, r.content_type);
+    if (r.status == 200) EXPECT_EQ(got.status, 200) << got.text;
+    else expect_error(got, 415, "unsupported_media_type", "Content-Type");
+  }
+  for (const std::string ct : {"application/yaml", "application/x-yaml", "text/yaml; charset=utf-8"}) {
+    SCOPED_TRACE(ct);
+    Reply got = call(c, "POST", "/v1/jobs?dryRun=true", kUserA, yaml, {}, ct);
+    EXPECT_EQ(got.status, 200) << got.text;
+  }
+  // A YAML submit is stored like its JSON twin, and validated the same way.
+  Reply made = call(c, "POST", "/v1/jobs", kUserA, yaml, {}, "application/yaml");
+  ASSERT_EQ(made.status, 201) << made.text;
+  EXPECT_EQ(made.body["spec"]["name"], "from-yaml");
+  EXPECT_EQ(made.body["spec"]["regions"], json({"DE", "FR"}));
+  EXPECT_EQ(made.body["spec"]["worker"]["data"]["train"], "t.bin");
+  expect_error(call(c, "POST", "/v1/jobs", kUserA, yaml + "nodez: 2\n", {}, "application/yaml"), 400,
+               "unknown_field", "nodez");
+  expect_error(call(c, "POST", "/v1/jobs", kUserA, "name: [unclosed\n", {}, "application/yaml"), 400,
+               "invalid_yaml", "");
+  // The status push is JSON only.
+  const std::string id = made.body["id"];
+  expect_error(call(c, "POST", "/v1/jobs/" + id + "/status", c.registry->get(id)->worker_token, "state: running\n", {},
+                    "application/yaml"),
+               415, "unsupported_media_type", "Content-Type");
+}
+
+TEST(ControllerHostileInput, AKnownPathWithAnotherMethodIs405WithAllow) {
+  Controller c;
+  const std::string id = submit(c);
+  EXPECT_EQ(allow_header(c, "PUT", "/v1/jobs"), "GET, HEAD, POST");
+  EXPECT_EQ(allow_header(c, "DELETE", "/v1/jobs"), "GET, HEAD, POST");
+  EXPECT_EQ(allow_header(c, "PATCH", "/v1/jobs/" + id), "GET, HEAD, DELETE");
+  EXPECT_EQ(allow_header(c, "POST", "/v1/jobs/" + id), "GET, HEAD, DELETE");
+  EXPECT_EQ(allow_header(c, "OPTIONS", "/v1/regions"), "GET, HEAD");
+  EXPECT_EQ(allow_header(c, "GET", "/v1/jobs/" + id + "/status"), "POST");
+  EXPECT_EQ(allow_header(c, "GET", "/v1/jobs/" + id + "/cancel"), "POST");
+  EXPECT_EQ(allow_header(c, "POST", "/v1/jobs/" + id + "/logs"), "GET, HEAD");
+  EXPECT_EQ(allow_header(c, "POST", "/healthz"), "GET, HEAD");
+  EXPECT_EQ(allow_header(c, "PUT", "/v1/regions/DE/intensity"), "GET, HEAD");
+  // Unknown paths stay 404, whatever the method.
+  expect_error(call(c, "PUT", "/v1/nothing", kUserA, "{}"), 404, "route_not_found", "");
+  expect_error(patch(c, "/v1/jobs/%ff", kUserA, "{}"), 404, "route_not_found", "");
+  EXPECT_EQ(c.state(id), JobState::kPending);
+}
+
+TEST(ControllerHostileInput, AForgedContinueTokenIs400WithoutExceptionText) {
+  Controller c;
+  submit(c);
+  const std::string forged[] = {
+      R"({"v":"x","s":1,"f":"a"})",
+      R"({"v":1,"s":"1","f":"a"})",
+      R"({"v":1,"s":1,"f":1})",
+      R"({"v":1,"s":1.5,"f":"0123456789abcdef"})",
+      R"({"v":1,"s":18446744073709551615,"f":"0123456789abcdef"})",
+      R"({"v":1,"s":-1,"f":"0123456789abcdef"})",
+      R"({"v":null,"s":1,"f":"a"})",
+      R"([1,2,3])",
+      R"("v")",
+      nested_arrays(1000),  // deeper than the reader's limit, inside the URI's
+      "{\"v\":1,\"s\":1,\"f\":\"\xff\"}",
+  };
+  for (const auto& text : forged) {
+    SCOPED_TRACE(text.substr(0, 60));
+    Reply r = call(c, "GET", "/v1/jobs?continue=" + base64_encode(text, Base64::kUrl), kUserA);
+    expect_error(r, 400, "invalid_parameter", "continue");
+    EXPECT_EQ(r.body["error"]["message"], "continue: not a token issued by this server");
+  }
 }

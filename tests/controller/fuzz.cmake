@@ -18,6 +18,8 @@
 #   fuzz_k8s_answers         the Kubernetes API's Job and pod answers and their verdict (controller/k8s_answers.cpp)
 #   fuzz_auth_tokens         the tokens file (controller/auth.cpp)
 #   fuzz_token_file          the worker's token-file header (worker/data.cpp TokenFile)
+#   fuzz_http_request        whole requests as raw bytes: the HTTP edge's framing and every route
+#                            (controller/http_edge.cpp, api.cpp, api_types.cpp, job.cpp) on a real store
 # scripts/fuzz.sh runs the same builds for long campaigns (-DRUN=OFF builds only).
 if(NOT DEFINED FUZZER OR FUZZER STREQUAL "")
   set(FUZZER fuzz_parsers)
@@ -70,6 +72,10 @@ elseif(FUZZER STREQUAL "fuzz_auth_tokens")
   set(sources controller/auth.cpp controller/file_watch.cpp controller/api_types.cpp controller/job.cpp worker/config.cpp
               carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
   set(link_libs -lcrypto -lyaml-cpp)
+elseif(FUZZER STREQUAL "fuzz_http_request")
+  set(sources controller/http_edge.cpp controller/api.cpp controller/api_types.cpp controller/job.cpp)
+  set(extra_flags ${httplib_flags})
+  set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_token_file")
   set(sources worker/data.cpp worker/tokenizer.cpp)
   set(link_libs -ldl -lcrypto)

@@ -236,7 +236,8 @@ TEST(StatusPage, HeadlessChromiumShowsTheSubmittedJobsAndAChartPerRegion) {
   ASSERT_EQ(c.registry->get(later)->placement->region, "DE");
   ASSERT_GT(c.registry->get(later)->placement->start_ms, c.clock.now_ms());
 
-  auto push = c.client(kWorker).Post(
+  // The job's own worker token: the only one that may push its status.
+  auto push = c.client(c.registry->get(running)->worker_token).Post(
       "/v1/jobs/" + running + "/status",
       R"({"state":"running","step":2,"total_steps":5,"loss":3.1,"tokens_per_s":512,"operational_grams":0.8,"embodied_grams":0.2})",
       "application/json");
