@@ -23,7 +23,8 @@
 // count) and ends with
 //   RESULT controller_load durable_vs_dryrun=<x> p99_ms=<x> clients=<n> submits_per_s=<x>
 //          dryrun_per_s=<x> p50_ms=<x> dryrun_p99_ms=<x> peak_durable_vs_dryrun=<x>
-//          fsync_ms=<x> fsync_bound=<x> disk_fsync_p50_ms=<x> durable=<0|1>
+//          fsync_ms=<x> fsync_bound=<x> disk_fsync_p50_ms=<x> hostile_p99_ms=<x>
+//          hostile_vs_clean_p99=<x> durable=<0|1>
 // at --headline-clients (p50/p99: durable submits), where durable_vs_dryrun
 // = durable submits/s / dry-run submits/s at that client count,
 // peak_durable_vs_dryrun = the same for each mode's best client count, and
@@ -43,8 +44,20 @@
 // in 4120-byte WAL frames). disk_fsync_p50_ms is the floor for comparison:
 // the median of one 4 KiB overwrite + fdatasync in the store's directory
 // on an idle disk (before the rows and again after them).
+//
+// Hostile clients (issue 33): after the rows, one more durable row at the
+// headline client count runs while 500 idle sockets and 50 slowloris
+// clients (one header byte per socket every 200 ms, never ending the head)
+// are held open against the same server, each reopened as soon as the
+// server closes it (its deadlines do), so they are held for the whole row.
+// hostile_p99_ms is that row's p99, next to the clean p99_ms (goal: under
+// 1000 ms); hostile_vs_clean_p99 their ratio.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -140,6 +153,69 @@ double fsync_bound(int n, double dry_rate, double l_ms, double fsync_ms) {
   if (!(dry_rate > 0) || !(l_ms + fsync_ms > 0)) return 0;
   return std::min(1.0, 1000.0 * n / ((l_ms + fsync_ms) * dry_rate));
 }
+
+// 500 idle and 50 slowloris connections to 127.0.0.1:port, kept open
+// (reopened when the server closes one) until stop(); bounded by the flag.
+class HostileClients {
+ public:
+  HostileClients(int port, int idle, int slow) : port_(port) {
+    for (int i = 0; i < idle; ++i) socks_.push_back({open_one(false), false});
+    for (int i = 0; i < slow; ++i) socks_.push_back({open_one(true), true});
+    thread_ = std::thread([this] { run(); });
+  }
+  ~HostileClients() { stop(); }
+  void stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (auto& s : socks_)
+      if (s.fd >= 0) ::close(s.fd);
+    socks_.clear();
+  }
+  int64_t reopened() const { return reopened_; }
+
+ private:
+  struct Sock {
+    int fd;
+    bool slow;
+  };
+  int open_one(bool slow) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    if (fd >= 0 && slow) {
+      const char head[] = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+      [[maybe_unused]] auto n = ::send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL);
+    }
+    return fd;
+  }
+  void run() {
+    while (!done_.load()) {
+      for (auto& s : socks_) {
+        pollfd p{s.fd, POLLIN, 0};
+        bool closed = s.fd < 0 || (::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)));
+        if (closed) {  // the server answered (408) or closed it: hold a new one
+          if (s.fd >= 0) ::close(s.fd);
+          s.fd = open_one(s.slow);
+          ++reopened_;
+        } else if (s.slow) {
+          [[maybe_unused]] auto n = ::send(s.fd, "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  const int port_;
+  std::vector<Sock> socks_;
+  std::atomic<bool> done_{false};
+  std::atomic<int64_t> reopened_{0};
+  std::thread thread_;
+};
 
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> out;
@@ -378,6 +454,28 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
+  // The headline row again, durable, with hostile clients held open.
+  Stats hostile;
+  int64_t hostile_reopened = 0;
+  {
+    HostileClients hc(port, 500, 50);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all of them connected and idle
+    std::vector<Sample> hs;
+    hs.push_back(run_row(headline_clients, false, requests));
+    hostile_reopened = hc.reopened();
+    hc.stop();
+    hostile = summarize(hs);
+    acked_durable += hostile.ok;
+  }
+  std::printf("#\n# hostile: %d clients submitting durably while 500 idle + 50 slowloris sockets are held open "
+              "(%lld reopened after the server closed them)\n"
+              "# clients |   submits errors  submits/s  p50_ms  p90_ms  p99_ms  max_ms\n"
+              "%9d | %9lld %6lld %10.1f %7.3f %7.3f %7.3f %7.3f\n",
+              headline_clients, static_cast<long long>(hostile_reopened), headline_clients,
+              static_cast<long long>(hostile.ok), static_cast<long long>(hostile.errors), hostile.rate, hostile.p50,
+              hostile.p90, hostile.p99, hostile.max);
+  std::fflush(stdout);
+
   // Every acknowledged durable job, and nothing else, is in the store file
   // (read back from SQLite).
   api.stop();
@@ -406,6 +504,8 @@ int main(int argc, char** argv) {
   if (stored < acked_durable) std::printf("# ERROR: %lld acknowledged jobs are missing from the store\n",
                                           static_cast<long long>(acked_durable - stored));
   const double bound = fsync_bound(headline_clients, h.dry.rate, l_ms, h.durable.fsync_ms());
+  std::printf("# hostile (issue 33): hostile_p99_ms %.3f under 1000 (%s); clean p99 %.3f\n", hostile.p99,
+              hostile.p99 < 1000.0 && hostile.errors == 0 ? "met" : "NOT met", h.durable.p99);
   std::printf("# headline: %d clients; goals (issue 19): durable_vs_dryrun >= 0.5 (%s), p99_ms <= 10 (%s)\n"
               "# the store's fdatasync there (%.3f ms each; one 4 KiB page on the idle disk: %.3f ms) bounds "
               "durable_vs_dryrun at %.3f; %.0f%% of that reached\n",
@@ -413,8 +513,9 @@ int main(int argc, char** argv) {
               h.durable.fsync_ms(), fsync_p50, bound, bound > 0 ? 100.0 * ratio / bound : 0.0);
   std::printf("RESULT controller_load durable_vs_dryrun=%.3f p99_ms=%.3f clients=%d submits_per_s=%.1f "
               "dryrun_per_s=%.1f p50_ms=%.3f dryrun_p99_ms=%.3f peak_durable_vs_dryrun=%.3f fsync_ms=%.3f "
-              "fsync_bound=%.3f disk_fsync_p50_ms=%.3f durable=%d\n",
+              "fsync_bound=%.3f disk_fsync_p50_ms=%.3f hostile_p99_ms=%.3f hostile_vs_clean_p99=%.2f durable=%d\n",
               ratio, h.durable.p99, headline_clients, h.durable.rate, h.dry.rate, h.durable.p50, h.dry.p99,
-              peak_dry > 0 ? peak_durable / peak_dry : 0.0, h.durable.fsync_ms(), bound, fsync_p50, durable);
+              peak_dry > 0 ? peak_durable / peak_dry : 0.0, h.durable.fsync_ms(), bound, fsync_p50, hostile.p99,
+              h.durable.p99 > 0 ? hostile.p99 / h.durable.p99 : 0.0, durable);
   return durable ? 0 : 1;
 }
