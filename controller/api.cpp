@@ -194,9 +194,9 @@ struct ApiServer::Impl {
     svr = std::make_unique<HttpRouter>();
     svr->set_payload_max_length(opt.max_body_bytes);
     routes();
+    opt.edge.workers = opt.threads;  // (serve_bytes reads opt.edge too)
+    opt.edge.max_body_bytes = opt.max_body_bytes;
     HttpEdgeOptions eo = opt.edge;
-    eo.workers = opt.threads;
-    eo.max_body_bytes = opt.max_body_bytes;
     eo.tls = ssl_ctx.get();
     eo.is_stream = &is_log_stream;
     eo.on_edge_response = [this](int status) { metrics.request("", status); };

@@ -130,7 +130,28 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 168))->envname("GREENSHARD_LOOKAHEAD_HOURS");
   app.add_option("--replan-seconds", replan_s, "re-plan jobs not started yet this often (0 = never)")
       ->check(CLI::Range(0, 7 * 24 * 3600))->envname("GREENSHARD_REPLAN_SECONDS");
-  app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 1024));
+  app.add_option("--threads", threads, "HTTP worker threads (requests that are complete; http_edge.h)")
+      ->check(CLI::Range(1, 1024));
+  // The HTTP edge (controller/http_edge.h): connections, deadlines, queues.
+  HttpEdgeOptions edge;
+  int stream_workers = edge.stream_workers, max_queue = int(edge.max_queue),
+      max_connections = int(edge.max_connections);
+  int header_timeout_ms = int(edge.header_timeout.count()), body_timeout_ms = int(edge.body_timeout.count()),
+      idle_timeout_ms = int(edge.idle_timeout.count()), write_timeout_ms = int(edge.write_timeout.count());
+  app.add_option("--stream-workers", stream_workers, "threads for log streams (logs?follow); 503 beyond")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--max-queue", max_queue, "complete requests waiting for a worker; 503 beyond")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--max-connections", max_connections, "open connections; 503 beyond (also capped by RLIMIT_NOFILE)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--header-timeout-ms", header_timeout_ms, "a request head must arrive within this (408)")
+      ->check(CLI::Range(100, 600000));
+  app.add_option("--body-timeout-ms", body_timeout_ms, "a request body must arrive within this of its head (408)")
+      ->check(CLI::Range(100, 600000));
+  app.add_option("--idle-timeout-ms", idle_timeout_ms, "a kept-alive connection silent this long is closed")
+      ->check(CLI::Range(100, 3600000));
+  app.add_option("--write-timeout-ms", write_timeout_ms, "each write of a response must progress within this")
+      ->check(CLI::Range(100, 600000));
   app.add_option("--max-live-per-tenant", max_live, "unfinished jobs per tenant (429 beyond)")
       ->check(CLI::Range(1, 100000000));
   app.add_option("--advertise-url", advertise, "URL workers use to reach this controller");
@@ -234,6 +255,14 @@ int main(int argc, char** argv) {
 
     ApiOptions ao;
     ao.threads = threads;
+    ao.edge = edge;
+    ao.edge.stream_workers = stream_workers;
+    ao.edge.max_queue = size_t(max_queue);
+    ao.edge.max_connections = size_t(max_connections);
+    ao.edge.header_timeout = std::chrono::milliseconds(header_timeout_ms);
+    ao.edge.body_timeout = std::chrono::milliseconds(body_timeout_ms);
+    ao.edge.idle_timeout = std::chrono::milliseconds(idle_timeout_ms);
+    ao.edge.write_timeout = std::chrono::milliseconds(write_timeout_ms);
     ao.tls_cert = tls_cert;
     ao.tls_key = tls_key;
     ao.store = &store;  // GET /v1/jobs/{id}: decisions

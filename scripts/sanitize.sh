@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Sanitizer builds of GreenShard, and the tests run under them.
+#
+#   scripts/sanitize.sh asan [ctest args]   # build-asan/: ASan + UBSan, every report fatal
+#   scripts/sanitize.sh tsan [ctest args]   # build-tsan/: TSan
+#
+# Each configures its own build folder with the project's CMake
+# (-DGREENSHARD_SANITIZE=address|thread), builds it and runs ctest there.
+# Reports of every process (the tests and the controllers, CLIs, workers
+# and ranks they start) go to <build>/sanitizer-reports/; the script counts
+# them after ctest and fails when there is any, naming the files.
+#
+# SANITIZE_SCOPE:
+#   all            (default) the whole project; asan runs the whole suite,
+#                  tsan the threaded set below
+#   libtorch-free  carbon/, controller/, the CLI and their tests only
+#                  (build-<mode>-lite/; the test command runs asan this way)
+#
+# Not run under a sanitizer (ctest -E): the libFuzzer targets (each is its
+# own ASan + UBSan build already) and the image build (it copies binaries
+# into images that run without the sanitizer runtime).
+#
+# Suppressions (tests/sanitizers/*.supp) name frames of LibTorch, OpenBLAS,
+# Gloo and other uninstrumented libraries only, each with its reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+mode=${1:-}
+case "$mode" in
+  asan) san=address ;;
+  tsan) san=thread ;;
+  *) echo "usage: scripts/sanitize.sh asan|tsan [ctest args]" >&2; exit 2 ;;
+esac
+shift
+scope=${SANITIZE_SCOPE:-all}
+case "$scope" in
+  all) dir=build-$mode; extra=() ;;
+  libtorch-free)
+    dir=build-$mode-lite
+    extra=(-DGREENSHARD_SKIP_DIRS="shard;worker;charts;images;gpu" -DGREENSHARD_GPU_COMPILE_CHECK=OFF) ;;
+  *) echo "sanitize.sh: SANITIZE_SCOPE: 'all' or 'libtorch-free', got '$scope'" >&2; exit 2 ;;
+esac
+dir=${SANITIZE_BUILD_DIR:-$dir}
+
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+if [ ! -f "$dir/CMakeCache.txt" ]; then
+  cmake -S . -B "$dir" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGREENSHARD_BENCH=OFF \
+        -DGREENSHARD_SANITIZE=$san "${extra[@]}"
+fi
+cmake --build "$dir" -j "$(nproc)"
+
+reports=$ROOT/$dir/sanitizer-reports
+rm -rf "$reports"
+mkdir -p "$reports"
+supp=$ROOT/tests/sanitizers
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=0:log_path=$reports/asan:suppressions=$supp/asan.supp"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan:suppressions=$supp/ubsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$reports/tsan:suppressions=$supp/tsan.supp"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+exclude='fuzz_|images\.'
+args=("$@")
+if [ ${#args[@]} -eq 0 ] && [ "$mode" = tsan ]; then
+  # The threaded parts: controller/ and carbon/ (HTTP pools, the store's
+  # group commit, file watches, the scheduler), the OpenAPI run against a
+  # real controller, the checkpoint saver and stores, the S3 client, the
+  # communicators and rendezvous, and the worker's reporter and status
+  # threads.
+  args=(-R '^(carbon\.|controller\.|openapi\.|s3_client\.|AsyncSave\.|CheckpointLifetime\.|CheckpointRetention\.|Communicator\.|Concurrency\.|Failure\.|Subgroups\.|.*Collectives\.|RendezvousEnv\.|Status\.|Worker\.)')
+fi
+set +e
+(cd "$dir" && ctest --output-on-failure --timeout 1800 -E "$exclude" "${args[@]}")
+rc=$?
+set -e
+
+# Every report of every process, also those a test did not look at.
+found=$(grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|WARNING: ThreadSanitizer' "$reports"/* 2>/dev/null || true)
+n=$(printf '%s' "$found" | grep -c . || true)
+echo "sanitize.sh: $mode ($scope): $n report file(s) in $reports"
+if [ "$n" -gt 0 ]; then
+  printf '  %s\n' $found
+  for f in $found; do
+    echo "---- $f"
+    head -40 "$f"
+  done
+  exit 1
+fi
+exit $rc
