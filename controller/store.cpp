@@ -84,6 +84,20 @@ bool corrupt(sqlite3* db) {
   throw StoreError(what + ": " + sqlite3_errmsg(db));
 }
 
+// Throws a failed write step: the SQLite message, and for a full disk
+// (SQLITE_FULL: the unix VFS's ENOSPC or short write) or an I/O error the
+// system's word for it, so that the message says what to fix.
+[[noreturn]] void throw_write(sqlite3* db, int rc) {
+  if (corrupt(db)) throw_sqlite(db, "sqlite step");
+  std::string why = std::string("sqlite step: ") + sqlite3_errmsg(db);
+  if ((rc & 0xff) == SQLITE_FULL) {
+    why += std::string(" (SQLITE_FULL: ") + std::strerror(ENOSPC) + ")";
+  } else if ((rc & 0xff) == SQLITE_IOERR) {
+    if (const int e = sqlite3_system_errno(db); e != 0) why += std::string(" (") + std::strerror(e) + ")";
+  }
+  throw StoreError(why);
+}
+
 // A statement: prepared here and finalized at the end of the scope, or
 // borrowed from the store's cache (Store::prepared) and reset, with its
 // bindings cleared, at the end of the scope.
@@ -118,7 +132,7 @@ struct Stmt {
   }
   void run(sqlite3* db) {
     int rc = sqlite3_step(s);
-    if (rc != SQLITE_DONE) throw_sqlite(db, "sqlite step");
+    if (rc != SQLITE_DONE) throw_write(db, rc);
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
   }
@@ -429,8 +443,9 @@ void Store::sync_once(std::unique_lock<std::mutex>& l) {
   l.unlock();
   std::string err;
   const auto t0 = std::chrono::steady_clock::now();
-  if (wal_fd_ < 0) err = "job store: cannot open its WAL";
-  else if (::fdatasync(wal_fd_) != 0) err = std::string("job store: fsync of its WAL failed: ") + std::strerror(errno);
+  if (wal_fd_ < 0) err = "job store '" + path_ + "': cannot open its WAL";
+  else if (::fdatasync(wal_fd_) != 0)
+    err = "job store '" + path_ + "': fsync of its WAL failed: " + std::strerror(errno);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   l.lock();
   syncing_ = false;
@@ -587,8 +602,14 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
       Stmt(prepared(kCommit)).run(db_);
       return "";
     } catch (const StoreError& e) {
+      // Rolled back (SQLite may have done so itself after a full disk or
+      // an I/O error: then this ROLLBACK fails harmlessly), so that the
+      // connection takes the next transaction: a write after the disk has
+      // room again commits with no restart.
       sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
-      return e.what();
+      const std::string what = e.what();
+      if (dynamic_cast<const StoreCorrupt*>(&e)) return what;
+      return "job store '" + path_ + "': cannot write: " + what;
     }
   };
   std::string err = run_txn(batches);

@@ -36,6 +36,12 @@
 //     'declared'); job_scaling also holds the measured curve (source
 //     'measured': the mean tokens/s its running gangs pushed at each width).
 //     Rows written before schema 5 read as not elastic (schema 5);
+//   - a write that fails (a full disk: SQLITE_FULL, or an I/O error) is
+//     rolled back whole and throws StoreError naming the file and the cause
+//     ("job store '<file>': cannot write: ... (SQLITE_FULL: No space left on
+//     device)"); the API answers it 503 store_unavailable. The connection
+//     stays usable: the next write is a new transaction, so writes succeed
+//     again as soon as the disk has room, with no restart;
 //   - one controller per store: DataDirLock is an exclusive flock(2) on
 //     <data-dir>/controller.lock, taken before the store is opened and held
 //     for the process's life; a second taker fails naming the holder's pid;

@@ -314,8 +314,13 @@ PrepareResult prepare(const PrepareOptions& opt) {
   const std::string model_path = opt.out_dir + "/tokenizer.model";
   std::unique_ptr<Tokenizer> tok;
   if (given) {
-    fs::copy_file(opt.tokenizer_model, model_path + ".tmp", fs::copy_options::overwrite_existing);
-    fs::rename(model_path + ".tmp", model_path);
+    try {
+      fs::copy_file(opt.tokenizer_model, model_path + ".tmp", fs::copy_options::overwrite_existing);
+      fs::rename(model_path + ".tmp", model_path);
+    } catch (const fs::filesystem_error& e) {
+      fs::remove(model_path + ".tmp", ec);  // a full disk leaves no half copy
+      throw std::runtime_error(model_path + ": cannot write: " + e.code().message());
+    }
     tok = std::move(given);
     res.tokenizer_model = model_path;
   } else if (bpe) {
@@ -476,43 +481,67 @@ PrepareResult prepare(const PrepareOptions& opt) {
                  std::to_string(static_cast<int64_t>(std::ceil(1 / opt.val_fraction))) + "th block of " +
                  std::to_string(kSplitBlockTokens) + " tokens); give more text or --val-fraction 0");
 
-  // Single-file names for a split of one shard.
-  auto alias = [&](const ShardSeq& s, const char* name) {
-    if (s.files().size() != 1) return;
-    const fs::path link = fs::path(opt.out_dir) / name;
-    fs::create_symlink(fs::path(s.files().front()).filename(), link);
-  };
-  alias(train, "train.bin");
-  alias(val, "val.bin");
+  // From here on a failure (a full disk: ENOSPC) leaves no output either:
+  // no shard a later glob would pick up, no alias, no manifest.
+  const std::string manifest_path = opt.out_dir + "/manifest.json";
+  try {
+    // Single-file names for a split of one shard.
+    auto alias = [&](const ShardSeq& s, const char* name) {
+      if (s.files().size() != 1) return;
+      const fs::path link = fs::path(opt.out_dir) / name;
+      fs::create_symlink(fs::path(s.files().front()).filename(), link);
+    };
+    alias(train, "train.bin");
+    alias(val, "val.bin");
 
-  nlohmann::json m;
-  m["format"] = "greenshard-tokens/2";
-  m["tokenizer"] = {{"kind", to_string(res.tokenizer.kind)},
-                    {"vocab", res.tokenizer.vocab},
-                    {"sha256", res.tokenizer.model_sha256},
-                    {"model", res.tokenizer_model.empty() ? "" : "tokenizer.model"}};
-  auto split = [&](const ShardSeq& s) {
-    nlohmann::json files = nlohmann::json::array();
-    for (size_t i = 0; i < s.files().size(); ++i)
-      files.push_back({{"file", fs::path(s.files()[i]).filename().string()}, {"tokens", s.counts()[i]}});
-    return nlohmann::json{{"tokens", s.total()}, {"files", files}};
-  };
-  m["train"] = split(train);
-  m["val"] = split(val);
-  m["val_fraction"] = opt.val_fraction;
-  m["split_block_tokens"] = kSplitBlockTokens;
-  m["shard_tokens"] = opt.shard_tokens;
-  nlohmann::json ins = nlohmann::json::array();
-  for (const auto& [path, bytes] : reader.files()) ins.push_back({{"path", path}, {"bytes", bytes}});
-  m["inputs"] = ins;
-  m["input_bytes"] = res.input_bytes;
-  {
-    const std::string path = opt.out_dir + "/manifest.json";
-    std::ofstream out(path + ".tmp", std::ios::trunc);
-    out << m.dump(2) << "\n";
-    if (!out.flush()) throw std::runtime_error(path + ".tmp: write failed");
-    out.close();
-    fs::rename(path + ".tmp", path);
+    nlohmann::json m;
+    m["format"] = "greenshard-tokens/2";
+    m["tokenizer"] = {{"kind", to_string(res.tokenizer.kind)},
+                      {"vocab", res.tokenizer.vocab},
+                      {"sha256", res.tokenizer.model_sha256},
+                      {"model", res.tokenizer_model.empty() ? "" : "tokenizer.model"}};
+    auto split = [&](const ShardSeq& s) {
+      nlohmann::json files = nlohmann::json::array();
+      for (size_t i = 0; i < s.files().size(); ++i)
+        files.push_back({{"file", fs::path(s.files()[i]).filename().string()}, {"tokens", s.counts()[i]}});
+      return nlohmann::json{{"tokens", s.total()}, {"files", files}};
+    };
+    m["train"] = split(train);
+    m["val"] = split(val);
+    m["val_fraction"] = opt.val_fraction;
+    m["split_block_tokens"] = kSplitBlockTokens;
+    m["shard_tokens"] = opt.shard_tokens;
+    nlohmann::json ins = nlohmann::json::array();
+    for (const auto& [path, bytes] : reader.files()) ins.push_back({{"path", path}, {"bytes", bytes}});
+    m["inputs"] = ins;
+    m["input_bytes"] = res.input_bytes;
+    {
+      // <manifest>.tmp, written whole, then renamed: errors name the file and errno.
+      const std::string tmp = manifest_path + ".tmp";
+      const std::string text = m.dump(2) + "\n";
+      const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) throw std::runtime_error(tmp + ": cannot write: " + std::strerror(errno));
+      size_t done = 0;
+      while (done < text.size()) {
+        const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+          const int err = w < 0 ? errno : EIO;
+          ::close(fd);
+          throw std::runtime_error(tmp + ": write failed: " + std::strerror(err));
+        }
+        done += static_cast<size_t>(w);
+      }
+      if (::close(fd) != 0) throw std::runtime_error(tmp + ": close failed: " + std::strerror(errno));
+      fs::rename(tmp, manifest_path);
+    }
+  } catch (...) {
+    for (const auto& f : train.files()) fs::remove(f, ec);
+    for (const auto& f : val.files()) fs::remove(f, ec);
+    for (const char* link : {"train.bin", "val.bin"}) fs::remove(fs::path(opt.out_dir) / link, ec);
+    fs::remove(manifest_path + ".tmp", ec);
+    if (!res.tokenizer_model.empty()) fs::remove(model_path, ec);
+    throw;
   }
   return res;
 }

@@ -34,6 +34,24 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return s;
 }
 
+// Every rank reached the agreement and one or more of them failed (a write
+// error such as ENOSPC; not a lost peer): the step is known to be unfinished.
+struct AgreedFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// After an agreed failure (rank 0): the step's partial files are removed, so
+// that a full disk gets its space back for the next save. Only without DONE:
+// a step with one is never touched here. Best effort (the step is untrusted
+// without DONE whatever is left of it).
+void discard_failed(CheckpointStore& store, const std::string& dir) {
+  try {
+    if (!store.size(dir + "/DONE")) store.remove_dir(dir);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "checkpoint: removing the failed %s failed (left): %s\n", store.path(dir).c_str(), e.what());
+  }
+}
+
 }  // namespace
 
 CheckpointSaver::CheckpointSaver(CommunicatorPtr side) : side_(std::move(side)) {}
@@ -64,6 +82,11 @@ void CheckpointSaver::start(SaveRequest request) {
     std::string failure;
     try {
       run(r);
+    } catch (const AgreedFailure& e) {
+      failure = e.what();
+      // (Before the caller hears of it. A local disk only: a failed S3 save
+      // holds no disk here, and its uploads are aborted by the store.)
+      if (side_->rank() == 0 && r.store->root().rfind("s3://", 0) != 0) discard_failed(*r.store, r.dir);
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -146,8 +169,8 @@ void CheckpointSaver::run(const SaveRequest& r) {
     for (int k = 0; k < W; ++k)
       if (bad[k].item<double>() != 0) failed.push_back(k);
     if (failed.empty()) return;
-    throw std::runtime_error("checkpoint " + step_path + " failed on rank(s) " + ranks_text(failed) +
-                             (error.empty() ? " (see their errors)" : ": " + error));
+    throw AgreedFailure("checkpoint " + step_path + " failed on rank(s) " + ranks_text(failed) +
+                        (error.empty() ? " (see their errors)" : ": " + error));
   };
 
   // 1. A rewritten step is untrusted until it is done again.
