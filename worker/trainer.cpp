@@ -17,6 +17,7 @@
 
 #include "shard/checkpoint.h"
 #include "shard/fully_shard.h"
+#include "shard/object_store_error.h"
 #include "shard/object_store_url.h"
 #include "shard/rendezvous.h"
 #include "worker/data.h"
@@ -70,10 +71,17 @@ std::vector<double> all_reduce(shard::Rendezvous& rdzv, std::vector<double> v, s
 }
 
 // Every rank agrees on an error: one failing rank fails all with its message.
-void agree(shard::Rendezvous& rdzv, const std::string& error) {
-  auto bad = all_reduce(rdzv, {error.empty() ? 0.0 : 1.0}, shard::ReduceOp::kSum);
-  if (!error.empty()) throw ConfigError(error);
+// A configuration error (ConfigError: exit 2, retrying will not help) unless
+// `transient`: a passing outage (an object store that cannot be reached),
+// a plain failure (exit 1) after which the controller restarts the gang. A
+// configuration error on any rank wins over a transient one.
+void agree(shard::Rendezvous& rdzv, const std::string& error, bool transient = false) {
+  const bool bad_config = !error.empty() && !transient, bad_transient = !error.empty() && transient;
+  auto bad = all_reduce(rdzv, {bad_config ? 1.0 : 0.0, bad_transient ? 1.0 : 0.0}, shard::ReduceOp::kSum);
+  if (bad_config) throw ConfigError(error);
   if (bad[0] > 0) throw ConfigError("another rank rejected the configuration (see its log)");
+  if (bad_transient) throw std::runtime_error(error);
+  if (bad[1] > 0) throw std::runtime_error("another rank could not reach checkpoint.dir (see its log)");
 }
 
 // What one step works on; the same objects every step.
@@ -159,7 +167,7 @@ double validation_loss(Training& t, const std::optional<Sampler>& val, int64_t s
   return all_reduce(t.rdzv, {sum.item<double>() / static_cast<double>(n)}, shard::ReduceOp::kAvg)[0];
 }
 
-std::string check_checkpoint_dir(const JobConfig& cfg, int rank);
+std::string check_checkpoint_dir(const JobConfig& cfg, int rank, bool* transient);
 std::string open_data(const JobConfig& cfg, std::optional<TokenDataset>& train, std::optional<TokenDataset>& val);
 GPTConfig gpt_config(const JobConfig& cfg, const DevicePlan& plan);
 shard::FullyShardOptions shard_options(const JobConfig& cfg, const DevicePlan& plan, GPT& model, c10::Device device,
@@ -192,7 +200,9 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   auto rdzv = shard::Rendezvous::connect(info, shard::CommunicatorOptions{timeout});
   const int rank = info.rank, world = info.world_size;
   agree(*rdzv, device_error);
-  agree(*rdzv, check_checkpoint_dir(cfg, rank));
+  bool ckpt_transient = false;
+  const std::string ckpt_error = check_checkpoint_dir(cfg, rank, &ckpt_transient);
+  agree(*rdzv, ckpt_error, ckpt_transient);
 
   // ---- 1. data: memory-mapped shards -------------------------------------
   std::optional<TokenDataset> train_data, val_data;
@@ -294,11 +304,20 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
 
 // "" when checkpoint.dir is usable: an object-store URL that lists, or a
 // local directory this rank can write; else the error naming the field.
-std::string check_checkpoint_dir(const JobConfig& cfg, int rank) {
+// *transient: the object store could not be reached (no connection, DNS,
+// timeout, HTTP 5xx, after the client's retries): it may come back, so it
+// is no configuration error. A bad URL or variable, refused credentials or
+// a missing bucket are.
+std::string check_checkpoint_dir(const JobConfig& cfg, int rank, bool* transient) {
+  *transient = false;
   if (cfg.checkpoint.dir.empty()) return "";
   if (shard::is_object_store_url(cfg.checkpoint.dir)) {
     try {
       shard::latest_checkpoint(cfg.checkpoint.dir);  // endpoint, credentials, bucket: one listing
+    } catch (const shard::ObjectStoreError& e) {
+      *transient = e.transient;
+      return "checkpoint.dir: '" + cfg.checkpoint.dir + "' " +
+             (e.transient ? "cannot be reached (retryable): " : "is not usable: ") + e.what();
     } catch (const std::exception& e) {
       return "checkpoint.dir: '" + cfg.checkpoint.dir + "' is not usable: " + e.what();
     }

@@ -96,7 +96,7 @@ void CheckpointSaver::start(SaveRequest request) {
       running_ = false;
     }
     done_.notify_all();
-    if (r.keep_last > 0 && side_->rank() == 0) retain(r);
+    if (side_->rank() == 0) retain(r);
   });
 }
 
@@ -141,6 +141,14 @@ void CheckpointSaver::retain(const SaveRequest& r) {
     // step without DONE that sorts before the newest DONE one is a save that
     // crashed (never trusted): removed. A newer one may be in progress: kept.
     if (!store.size(r.dir + "/DONE")) return;
+    // Incomplete uploads of dead writers (S3 multipart) at or before this
+    // step, whatever keep_last: no live save has any there (this gang's
+    // writers of r.dir committed, and no rank starts the next save before
+    // rank 0 has joined this thread).
+    if (const int n = store.abort_stale_uploads(r.dir); n > 0)
+      std::fprintf(stderr, "checkpoint: aborted %d incomplete upload(s) of dead saves under %s\n", n,
+                   store.root().c_str());
+    if (r.keep_last <= 0) return;
     std::vector<std::string> done, partial;
     for (const auto& d : store.list_dirs("step_")) (store.size(d + "/DONE") ? done : partial).push_back(d);
     std::sort(done.begin(), done.end());
@@ -173,11 +181,16 @@ void CheckpointSaver::run(const SaveRequest& r) {
                         (error.empty() ? " (see their errors)" : ": " + error));
   };
 
-  // 1. A rewritten step is untrusted until it is done again.
+  // 1. A rewritten step is untrusted until it is done again, and starts
+  //    empty: rank 0 removes DONE first, then whatever else is there (a dead
+  //    save's objects at this step: rank files of another world size, a
+  //    manifest); nobody writes before all agree.
   std::string error;
   try {
-    store.make_dir(r.dir);
-    if (rank == 0) store.remove(r.dir + "/DONE");
+    if (rank == 0) {
+      store.remove(r.dir + "/DONE");
+      store.remove_dir(r.dir);
+    }
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -187,6 +200,7 @@ void CheckpointSaver::run(const SaveRequest& r) {
   const char* image = image_;
   std::vector<int64_t> mine{0, 0, 0};                     // size, file CRC, index CRC
   try {
+    store.make_dir(r.dir);
     const std::string name = r.dir + "/rank_" + std::to_string(rank) + ".bin";
     auto out = store.create(name);
     std::vector<uint32_t> chunks;

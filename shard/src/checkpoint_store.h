@@ -65,6 +65,16 @@ class CheckpointStore {
   virtual void remove_dir(const std::string& dir) = 0;
   // Prepares dir for writing (local: mkdir -p; S3: nothing).
   virtual void make_dir(const std::string& dir) = 0;
+  // Aborts the incomplete uploads that writers which died left (S3: their
+  // multipart uploads, invisible but stored and billed) in the step
+  // directories that sort at or before `up_to_dir` ("step_00000010"); a
+  // later one may be a save in progress. Returns how many. Local: nothing
+  // to do (a dead writer's .tmp file lies in its step directory and goes
+  // with it).
+  virtual int abort_stale_uploads(const std::string& up_to_dir) {
+    (void)up_to_dir;
+    return 0;
+  }
 };
 
 // The store for `root`: S3 when it starts with "s3://" (endpoint, region

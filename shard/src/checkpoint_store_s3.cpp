@@ -1,8 +1,12 @@
 // The S3 checkpoint store (see checkpoint_store.h): "s3://bucket/prefix",
 // object "<prefix>/<name>". Endpoint, region and credentials come from the
-// environment (s3::config_from_env). A writer buffers one part (16 MiB):
-// an object that fits is one PUT; a larger one a multipart upload, visible
-// only once completed, aborted when the writer is dropped uncommitted.
+// environment (s3::config_from_env). A writer buffers one part
+// (s3::Config::part_bytes, 16 MiB unless GREENSHARD_S3_PART_MIB says
+// otherwise): an object that fits is one PUT; a larger one a multipart
+// upload, visible only once completed, aborted when the writer is dropped
+// uncommitted. Every request is retried on transient failures (s3::Config:
+// full-jitter backoff within GREENSHARD_S3_RETRY_SECONDS, default 60 s), so
+// a server that restarts within the budget does not fail a save.
 #include "checkpoint_store.h"
 #include "s3_client.h"
 #include "shard/object_store_url.h"
@@ -20,13 +24,15 @@ std::shared_ptr<CheckpointStore> make_s3_store(const std::string& url) {
 #else
 namespace {
 
-constexpr size_t kPartBytes = 16 << 20;  // >= S3's 5 MiB minimum part
-
 class S3Writer final : public ObjectWriter {
  public:
   S3Writer(std::shared_ptr<s3::Client> client, std::string bucket, std::string key, std::string display)
-      : client_(std::move(client)), bucket_(std::move(bucket)), key_(std::move(key)), display_(std::move(display)) {
-    part_.reserve(kPartBytes);
+      : client_(std::move(client)),
+        bucket_(std::move(bucket)),
+        key_(std::move(key)),
+        display_(std::move(display)),
+        part_bytes_(client_->config().part_bytes) {
+    part_.reserve(part_bytes_);
   }
   ~S3Writer() override {
     if (!upload_id_.empty() && !committed_) {
@@ -41,12 +47,12 @@ class S3Writer final : public ObjectWriter {
   void append(const void* data, size_t n) override {
     const char* p = static_cast<const char*>(data);
     while (n > 0) {
-      const size_t k = std::min(n, kPartBytes - part_.size());
+      const size_t k = std::min(n, part_bytes_ - part_.size());
       part_.insert(part_.end(), p, p + k);
       p += k;
       n -= k;
       size_ += static_cast<int64_t>(k);
-      if (part_.size() == kPartBytes) upload_part();
+      if (part_.size() == part_bytes_) upload_part();
     }
   }
 
@@ -73,6 +79,7 @@ class S3Writer final : public ObjectWriter {
 
   std::shared_ptr<s3::Client> client_;
   std::string bucket_, key_, display_;
+  size_t part_bytes_;
   std::vector<char> part_;
   std::string upload_id_;
   std::vector<std::string> etags_;
@@ -115,6 +122,18 @@ class S3Store final : public CheckpointStore {
     for (const auto& [k, size] : client_->list(url_.bucket, key(dir) + "/").objects) client_->remove(url_.bucket, k);
   }
   void make_dir(const std::string&) override {}
+  int abort_stale_uploads(const std::string& up_to_dir) override {
+    const std::string base = key("");
+    int n = 0;
+    for (const auto& u : client_->list_multipart(url_.bucket, base + "step_")) {
+      const std::string rel = u.key.substr(base.size());
+      const size_t slash = rel.find('/');
+      if (slash == std::string::npos || rel.substr(0, slash) > up_to_dir) continue;
+      client_->abort_multipart(url_.bucket, u.key, u.upload_id);
+      ++n;
+    }
+    return n;
+  }
 
  private:
   std::string key(const std::string& name) const { return url_.prefix.empty() ? name : url_.prefix + "/" + name; }

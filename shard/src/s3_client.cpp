@@ -49,6 +49,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <sys/stat.h>
@@ -318,6 +319,7 @@ struct Response {
   bool dst_bad_range = false;  // a 206 without a usable Content-Range
   std::string callback_error;  // an exception in a callback (out of memory), which stopped the transfer
   int attempts = 0;
+  double elapsed_s = 0;  // since the first attempt began
 
   std::optional<std::string> header(const std::string& name) const {
     for (const auto& [k, v] : headers) {
@@ -463,12 +465,20 @@ bool retryable_transport(CURLcode rc) {
   }
 }
 
-void backoff(int attempt) {
-  // 100 ms, 200 ms, 400 ms, ... up to 2 s, with +-25% jitter.
-  thread_local std::mt19937 rng{std::random_device{}()};
-  const double base = std::min(2000.0, 100.0 * static_cast<double>(1 << std::min(attempt, 10)));
-  std::uniform_real_distribution<double> jitter(0.75, 1.25);
-  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long>(base * jitter(rng))));
+// Sleeps the backoff before the retry after failed attempt `attempt`, cut to
+// what is left of the budget; false (no sleep) when nothing is left.
+bool backoff(const Config& cfg, int attempt, std::chrono::steady_clock::time_point first) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const auto left = cfg.retry_budget - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - first);
+  if (left.count() <= 0) return false;
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  std::this_thread::sleep_for(std::min(left, detail::backoff_delay(attempt, cfg.retry_base, cfg.retry_cap, u)));
+  return true;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 struct SlistDeleter {
@@ -476,8 +486,12 @@ struct SlistDeleter {
 };
 using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
 
-std::string attempts_note(int attempts) {
-  return attempts > 1 ? " (" + std::to_string(attempts) + " attempts)" : "";
+// " (5 attempts over 3.2 s)"; "" for one attempt.
+std::string attempts_note(int attempts, double seconds) {
+  if (attempts <= 1) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " (%d attempts over %.1f s)", attempts, seconds);
+  return buf;
 }
 
 Error http_error(const std::string& op, const Response& r) {
@@ -493,7 +507,8 @@ Error http_error(const std::string& op, const Response& r) {
   } else if (code.empty() && !r.body.empty()) {
     what += ": " + excerpt(r.body);
   }
-  return Error(what + attempts_note(r.attempts), static_cast<int>(r.status), code);
+  return Error(what + attempts_note(r.attempts, r.elapsed_s), static_cast<int>(r.status), code,
+               detail::transient_http(r.status, code));
 }
 
 std::string error_code(const Response& r) {
@@ -559,6 +574,22 @@ std::optional<std::string> xml_text(const std::string& xml, const std::string& n
   return xml_unescape(xml.substr(b, e - b));
 }
 
+std::chrono::milliseconds backoff_delay(int attempt, std::chrono::milliseconds base, std::chrono::milliseconds cap,
+                                        double u) {
+  // min(cap, base * 2^attempt) without overflow: doubling stops at the cap.
+  double ceiling = static_cast<double>(std::max<int64_t>(0, base.count()));
+  const double c = static_cast<double>(std::max<int64_t>(0, cap.count()));
+  for (int i = 0; i < attempt && ceiling < c; ++i) ceiling *= 2;
+  ceiling = std::min(ceiling, c);
+  u = std::clamp(u, 0.0, 1.0);
+  return std::chrono::milliseconds(static_cast<int64_t>(u * ceiling));
+}
+
+bool transient_http(long status, const std::string& code) {
+  if (code == "SlowDown" || code == "RequestTimeout" || code == "InternalError") return true;
+  return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
+
 }  // namespace detail
 
 // ------------------------------------------------------------- environment --
@@ -607,6 +638,21 @@ void check_credential(const std::string& name, const std::string& value) {
   if (has_control(value)) {
     throw std::invalid_argument("s3: " + name + " holds a control character (a stray newline?)");
   }
+}
+
+// The decimal number s ("30", "2.5") when it lies in [lo, hi]; NaN otherwise.
+double parse_number(const std::string& s, double lo, double hi) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (s.empty() || s.size() > 32) return nan;
+  bool dot = false, digit = false;
+  for (char ch : s) {
+    if (ch == '.' && !dot) dot = true;
+    else if (is_digit(ch)) digit = true;
+    else return nan;
+  }
+  if (!digit) return nan;
+  const double v = std::strtod(s.c_str(), nullptr);
+  return v >= lo && v <= hi ? v : nan;
 }
 
 std::string check_region(const std::string& r) {
@@ -678,6 +724,23 @@ Config config_from_env(const std::function<const char*(const char*)>& getenv_fn)
   check_credential("AWS_ACCESS_KEY_ID", c.access_key);
   check_credential("AWS_SECRET_ACCESS_KEY", c.secret_key);
   check_credential("AWS_SESSION_TOKEN", c.session_token);
+
+  if (auto v = get("GREENSHARD_S3_RETRY_SECONDS")) {
+    const double s = parse_number(*v, 0, 86400);
+    if (!(s >= 0)) {  // (NaN: not a number)
+      throw std::invalid_argument("s3: GREENSHARD_S3_RETRY_SECONDS=" + *v +
+                                  " is not a number of seconds in [0, 86400] (the retry budget of each request)");
+    }
+    c.retry_budget = std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5));
+  }
+  if (auto v = get("GREENSHARD_S3_PART_MIB")) {
+    const double mib = parse_number(*v, 5, 5120);
+    if (!(mib >= 0) || mib != static_cast<double>(static_cast<int64_t>(mib))) {
+      throw std::invalid_argument("s3: GREENSHARD_S3_PART_MIB=" + *v +
+                                  " is not a whole number of MiB in [5, 5120] (S3's part size limits)");
+    }
+    c.part_bytes = static_cast<size_t>(mib) << 20;
+  }
   return c;
 }
 
@@ -720,7 +783,8 @@ struct Client::Impl {
     curl_easy_cleanup(h);
   }
 
-  // One request, retried on connection errors and 5xx/429. Returns the last
+  // One request, retried on transient failures (Config: full-jitter
+  // backoff within retry_budget). Returns the last
   // response, whatever its status; throws Error when no response came.
   Response perform(const Request& req, const std::string& op) {
     std::string url = base + "/" + req.bucket;
@@ -742,7 +806,7 @@ struct Client::Impl {
     if (!cfg.session_token.empty()) add_header("x-amz-security-token: " + cfg.session_token);
     for (const auto& h : req.headers) add_header(h);
 
-    const int attempts = 1 + std::max(0, cfg.retries);
+    const auto first = std::chrono::steady_clock::now();
     for (int attempt = 0;; ++attempt) {
       Response resp;
       resp.attempts = attempt + 1;
@@ -797,6 +861,7 @@ struct Client::Impl {
       curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
       curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
       release(h, rc == CURLE_OK);
+      resp.elapsed_s = seconds_since(first);
 
       if (rc == CURLE_WRITE_ERROR && resp.dst_done) return resp;  // got all we asked for
       if (!resp.callback_error.empty()) {
@@ -808,17 +873,17 @@ struct Client::Impl {
       }
       if (rc == CURLE_OK) {
         const bool error_200 = req.error_in_200 && resp.status == 200 && xml_root(resp.body) == "Error";
-        const bool retry = resp.status >= 500 || resp.status == 429 || error_200;
-        if (!retry || attempt + 1 >= attempts) return resp;
-        backoff(attempt);
+        const bool retry = resp.ok() && !error_200 ? false : detail::transient_http(error_200 ? 0 : resp.status,
+                                                                                     error_code(resp));
+        if (!retry || !backoff(cfg, attempt, first)) return resp;
         continue;
       }
       std::string what = curl_easy_strerror(rc);
       if (errbuf[0]) what += std::string(" (") + errbuf + ")";
-      if (!retryable_transport(rc) || attempt + 1 >= attempts) {
-        throw Error("s3: " + op + ": " + what + attempts_note(attempt + 1), 0);
+      const bool transient = retryable_transport(rc);
+      if (!transient || !backoff(cfg, attempt, first)) {
+        throw Error("s3: " + op + ": " + what + attempts_note(attempt + 1, resp.elapsed_s), 0, "", transient);
       }
-      backoff(attempt);
     }
   }
 };
@@ -834,6 +899,13 @@ Client::Client(Config config) : impl_(std::make_unique<Impl>()) {
   check_credential("access key", config.access_key);
   check_credential("secret key", config.secret_key);
   check_credential("session token", config.session_token);
+  if (config.retry_budget.count() < 0 || config.retry_base.count() < 0 || config.retry_cap.count() < 0) {
+    throw std::invalid_argument("s3: negative retry budget, base or cap");
+  }
+  if (config.part_bytes < (size_t{5} << 20) || config.part_bytes > (size_t{5} << 30)) {
+    throw std::invalid_argument("s3: part size " + std::to_string(config.part_bytes) +
+                                " bytes is not within S3's 5 MiB .. 5 GiB");
+  }
   impl_->sigv4 = "aws:amz:" + config.region + ":s3";
   impl_->cfg = std::move(config);
 }
@@ -1114,6 +1186,52 @@ void Client::abort_multipart(const std::string& bucket, const std::string& key, 
   if (resp.ok()) return;
   if (resp.status == 404 && error_code(resp) == "NoSuchUpload") return;
   throw http_error(op, resp);
+}
+
+std::vector<Upload> Client::list_multipart(const std::string& bucket, const std::string& prefix) {
+  require_bucket(bucket);
+  std::vector<Upload> out;
+  std::string key_marker, id_marker;
+  const std::string op = "GET " + s3_url(bucket, prefix) + " (list multipart uploads)";
+  while (true) {
+    Request r;
+    r.method = "GET";
+    r.bucket = bucket;
+    r.query = {{"uploads", ""}};
+    if (!prefix.empty()) r.query.emplace_back("prefix", prefix);
+    if (!key_marker.empty()) r.query.emplace_back("key-marker", key_marker);
+    if (!id_marker.empty()) r.query.emplace_back("upload-id-marker", id_marker);
+    Response resp = impl_->perform(r, op);
+    if (!resp.ok()) throw http_error(op, resp);
+    if (xml_root(resp.body) != "ListMultipartUploadsResult") {
+      throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) +
+                      " but no ListMultipartUploadsResult in the response",
+                  static_cast<int>(resp.status));
+    }
+    const bool url_encoded = trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
+    for (const std::string& block : xml_blocks(resp.body, "Upload")) {
+      Upload u;
+      u.key = detail::xml_text(block, "Key").value_or("");
+      if (url_encoded) u.key = url_decode_plus(u.key);
+      u.upload_id = trim(detail::xml_text(block, "UploadId").value_or(""));
+      u.initiated = trim(detail::xml_text(block, "Initiated").value_or(""));
+      if (u.key.empty() || u.upload_id.empty()) {
+        throw Error("s3: " + op + ": an <Upload> without <Key> or <UploadId>", static_cast<int>(resp.status));
+      }
+      out.push_back(std::move(u));
+    }
+    const bool truncated = trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
+    if (!truncated) break;
+    std::string nk = trim(detail::xml_text(resp.body, "NextKeyMarker").value_or(""));
+    std::string ni = trim(detail::xml_text(resp.body, "NextUploadIdMarker").value_or(""));
+    if (nk.empty() || (nk == key_marker && ni == id_marker)) {
+      throw Error("s3: " + op + ": IsTruncated without new NextKeyMarker/NextUploadIdMarker",
+                  static_cast<int>(resp.status));
+    }
+    key_marker = std::move(nk);
+    id_marker = std::move(ni);
+  }
+  return out;
 }
 
 }  // namespace shard::s3

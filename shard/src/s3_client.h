@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "shard/object_store_error.h"
+
 namespace shard::s3 {
 
 struct Config {
@@ -28,7 +30,17 @@ struct Config {
   std::string access_key, secret_key;
   std::string session_token;                 // optional: sent as x-amz-security-token
   std::chrono::milliseconds timeout{60000};  // per request (whole transfer), and the connect timeout
-  int retries = 3;  // extra attempts on connection errors and HTTP 5xx/429 (short backoff); never on 4xx
+  // Retries (of every request): a transient failure (no connection, DNS,
+  // timeout, HTTP 429/500/502/503/504, S3's SlowDown/RequestTimeout; never
+  // another 4xx) after attempt k = 0, 1, ... sleeps a random time in
+  // [0, min(retry_cap, retry_base * 2^k)] ("full jitter") and tries again,
+  // as long as retry_budget has not passed since the request's first
+  // attempt (the sleep is cut to what is left of it; zero: one attempt).
+  std::chrono::milliseconds retry_budget{60000};
+  std::chrono::milliseconds retry_base{100};
+  std::chrono::milliseconds retry_cap{5000};
+  // Multipart part size of the checkpoint store's writer (S3: 5 MiB to 5 GiB).
+  size_t part_bytes = size_t{16} << 20;
 };
 
 // From the environment:
@@ -39,6 +51,9 @@ struct Config {
 // from the files of those names in that directory (a mounted Kubernetes
 // Secret; surrounding whitespace and the trailing newline are stripped;
 // AWS_SESSION_TOKEN may be absent) and the credential variables are ignored.
+// Retries and parts (optional):
+//   GREENSHARD_S3_RETRY_SECONDS   retry_budget in seconds (0 .. 86400, decimals allowed; default 60)
+//   GREENSHARD_S3_PART_MIB        part_bytes in MiB (5 .. 5120; default 16)
 // An empty variable counts as unset. getenv is injectable (nullptr: ::getenv).
 // Throws std::invalid_argument naming the variable (or file) on a missing or
 // bad value.
@@ -47,13 +62,21 @@ Config config_from_env(const std::function<const char*(const char*)>& getenv = n
 // s3://bucket[/prefix] URLs and endpoint rules: shard/object_store_url.h.
 
 // A failed request. what(): "s3: PUT s3://b/k: HTTP 403 SignatureDoesNotMatch: <Message>"
-// or "s3: GET s3://b/k: Couldn't connect to server (<curl detail>); 4 attempts".
-class Error : public std::runtime_error {
+// or "s3: GET s3://b/k: Couldn't connect to server (<curl detail>) (14 attempts over 60.2 s)".
+// `transient` (shard::ObjectStoreError): a failure that was retried until
+// the budget ran out, and that may pass (see Config).
+class Error : public shard::ObjectStoreError {
  public:
-  Error(const std::string& message, int http_status, std::string code = "")
-      : std::runtime_error(message), http_status(http_status), code(std::move(code)) {}
+  Error(const std::string& message, int http_status, std::string code = "", bool transient = false)
+      : shard::ObjectStoreError(message, transient), http_status(http_status), code(std::move(code)) {}
   int http_status;   // 0 when no HTTP response came (connection error, timeout)
   std::string code;  // the S3 error code ("NoSuchKey", ...); empty when none came
+};
+
+// One incomplete multipart upload (ListMultipartUploads).
+struct Upload {
+  std::string key, upload_id;
+  std::string initiated;  // as the server wrote it (ISO 8601)
 };
 
 struct ListResult {
@@ -103,6 +126,9 @@ class Client {
   // OK when the upload is gone already (404 NoSuchUpload).
   void abort_multipart(const std::string& bucket, const std::string& key,
                        const std::string& upload_id);
+  // ListMultipartUploads under prefix (follows key/upload-id markers): the
+  // uploads begun and neither completed nor aborted, in key order.
+  std::vector<Upload> list_multipart(const std::string& bucket, const std::string& prefix);
 
  private:
   struct Impl;
@@ -120,6 +146,15 @@ std::string canonical_query(std::vector<std::pair<std::string, std::string>> par
 std::string sha256_hex(const void* data, size_t n);
 // Text of the first <name>...</name> in xml (entities decoded); nullopt when absent.
 std::optional<std::string> xml_text(const std::string& xml, const std::string& name);
+// The sleep before the retry that follows failed attempt `attempt` (0-based):
+// u * min(cap, base * 2^attempt), u uniform in [0, 1) ("full jitter").
+// The one backoff rule of the client; `u` is injectable for tests.
+std::chrono::milliseconds backoff_delay(int attempt, std::chrono::milliseconds base,
+                                        std::chrono::milliseconds cap, double u);
+// Whether an HTTP answer is a transient failure worth retrying: 429, 500,
+// 502, 503, 504, or the S3 error codes SlowDown, RequestTimeout,
+// InternalError (whatever the status).
+bool transient_http(long status, const std::string& code);
 }  // namespace detail
 
 }  // namespace shard::s3

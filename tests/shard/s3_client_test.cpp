@@ -286,6 +286,89 @@ TEST(S3Detail, EncodesKeysAndQueriesTheWaySigV4Wants) {
   EXPECT_FALSE(s3::detail::xml_text(xml, "Missing").has_value());
 }
 
+// ------------------------------------------------------------------ retries --
+
+TEST(S3Retry, BackoffIsExponentialWithFullJitterUpToTheCap) {
+  using ms = std::chrono::milliseconds;
+  const ms base(100), cap(5000);
+  // The ceiling min(cap, base * 2^attempt), reached as u approaches 1 ...
+  const int64_t ceilings[] = {100, 200, 400, 800, 1600, 3200, 5000, 5000};
+  for (int a = 0; a < 8; ++a) {
+    SCOPED_TRACE(a);
+    EXPECT_EQ(s3::detail::backoff_delay(a, base, cap, 0.0).count(), 0) << "full jitter starts at zero";
+    EXPECT_EQ(s3::detail::backoff_delay(a, base, cap, 0.5).count(), ceilings[a] / 2);
+    EXPECT_EQ(s3::detail::backoff_delay(a, base, cap, 1.0).count(), ceilings[a]);
+  }
+  // ... with no overflow however many attempts.
+  EXPECT_EQ(s3::detail::backoff_delay(1000000, base, cap, 1.0).count(), 5000);
+  EXPECT_EQ(s3::detail::backoff_delay(3, ms(0), cap, 1.0).count(), 0);
+}
+
+TEST(S3Retry, OnlyTransientHttpAnswersAreRetried) {
+  for (long status : {429L, 500L, 502L, 503L, 504L}) EXPECT_TRUE(s3::detail::transient_http(status, "")) << status;
+  EXPECT_TRUE(s3::detail::transient_http(400, "RequestTimeout"));
+  EXPECT_TRUE(s3::detail::transient_http(503, "SlowDown"));
+  EXPECT_TRUE(s3::detail::transient_http(0, "InternalError")) << "a CompleteMultipartUpload 200 with an <Error>";
+  for (long status : {400L, 401L, 403L, 404L, 409L, 416L, 501L, 505L})
+    EXPECT_FALSE(s3::detail::transient_http(status, "")) << status;
+  EXPECT_FALSE(s3::detail::transient_http(403, "AccessDenied"));
+  EXPECT_FALSE(s3::detail::transient_http(404, "NoSuchBucket"));
+  EXPECT_FALSE(s3::detail::transient_http(0, "InvalidPart"));
+}
+
+TEST(S3Config, RetryBudgetAndPartSizeComeFromTheEnvironmentAndAreValidated) {
+  std::map<std::string, std::string> env = {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000"},
+                                            {"AWS_ACCESS_KEY_ID", "AKID"},
+                                            {"AWS_SECRET_ACCESS_KEY", "secret"}};
+  s3::Config c = s3::config_from_env(env_of(env));
+  EXPECT_GE(c.retry_budget, std::chrono::seconds(30)) << "outlives a server restart by default";
+  EXPECT_EQ(c.part_bytes, size_t{16} << 20);
+  env["GREENSHARD_S3_RETRY_SECONDS"] = "2.5";
+  env["GREENSHARD_S3_PART_MIB"] = "5";
+  c = s3::config_from_env(env_of(env));
+  EXPECT_EQ(c.retry_budget, std::chrono::milliseconds(2500));
+  EXPECT_EQ(c.part_bytes, size_t{5} << 20);
+  env["GREENSHARD_S3_RETRY_SECONDS"] = "0";  // one attempt
+  EXPECT_EQ(s3::config_from_env(env_of(env)).retry_budget.count(), 0);
+  env["GREENSHARD_S3_RETRY_SECONDS"] = "";  // unset: the default
+  EXPECT_GE(s3::config_from_env(env_of(env)).retry_budget, std::chrono::seconds(30));
+  for (const char* bad : {"-1", "abc", "1e3", "90000", "30s", ".", "1.2.3", " 5"}) {
+    SCOPED_TRACE(bad);
+    auto e = env;
+    e["GREENSHARD_S3_RETRY_SECONDS"] = bad;
+    const std::string msg = invalid_argument_message([&] { s3::config_from_env(env_of(e)); });
+    EXPECT_NE(msg.find(std::string("GREENSHARD_S3_RETRY_SECONDS=") + bad), std::string::npos) << msg;
+  }
+  for (const char* bad : {"4", "5121", "6.5", "x", "-5"}) {
+    SCOPED_TRACE(bad);
+    auto e = env;
+    e["GREENSHARD_S3_PART_MIB"] = bad;
+    const std::string msg = invalid_argument_message([&] { s3::config_from_env(env_of(e)); });
+    EXPECT_NE(msg.find(std::string("GREENSHARD_S3_PART_MIB=") + bad), std::string::npos) << msg;
+  }
+}
+
+TEST(S3Retry, AnEndpointWhereNothingListensIsATransientErrorAfterTheBudget) {
+  // A loopback port nobody listens on: every connect is refused at once.
+  s3::Config c;
+  c.endpoint = "http://127.0.0.1:" + std::to_string(gstest::free_port());
+  c.access_key = c.secret_key = "x";
+  c.retry_budget = std::chrono::milliseconds(500);
+  s3::Client client(c);
+  s3::Error e = s3_error([&] { client.list("ckpt", "x/"); });
+  EXPECT_EQ(e.http_status, 0) << e.what();
+  EXPECT_TRUE(e.transient) << e.what();
+  const std::string what = e.what();
+  EXPECT_NE(what.find("LIST s3://ckpt/x/: Couldn't connect to server"), std::string::npos) << what;
+  EXPECT_NE(what.find(" attempts over "), std::string::npos) << what;
+  // A budget of zero: one attempt, nothing about attempts.
+  c.retry_budget = std::chrono::milliseconds(0);
+  s3::Client once(c);
+  e = s3_error([&] { once.list("ckpt", "x/"); });
+  EXPECT_TRUE(e.transient) << e.what();
+  EXPECT_EQ(std::string(e.what()).find("attempts"), std::string::npos) << e.what();
+}
+
 // ------------------------------------------------------------ against s3rver --
 
 class S3 : public ::testing::Test {
@@ -301,9 +384,9 @@ class S3 : public ::testing::Test {
     client_.reset();
     server_.reset();
   }
-  s3::Config config(int retries = 3) {
+  s3::Config config(std::chrono::milliseconds retry_budget = std::chrono::seconds(60)) {
     s3::Config c = s3::config_from_env(env_of(env_));
-    c.retries = retries;
+    c.retry_budget = retry_budget;
     return c;
   }
   // node tests/shard/s3_read.mjs args... with the server's environment.
@@ -525,7 +608,8 @@ TEST_F(S3, AbortDropsTheUpload) {
 }
 
 TEST_F(S3, AKilledServerGivesErrorsNamingTheOperationAndRestartKeepsTheData) {
-  s3::Client c(config(/*retries=*/1));
+  // A budget of 300 ms: the server stays down longer than that.
+  s3::Client c(config(std::chrono::milliseconds(300)));
   c.put("ckpt", "before", "kept", 4);
   const std::string id = c.create_multipart("ckpt", "mp");
   const std::string part = random_bytes(5 * 1024 * 1024, 5);
@@ -535,8 +619,10 @@ TEST_F(S3, AKilledServerGivesErrorsNamingTheOperationAndRestartKeepsTheData) {
   EXPECT_FALSE(server_->running());
   s3::Error e = s3_error([&] { c.put("ckpt", "after", "lost", 4); });
   EXPECT_EQ(e.http_status, 0);
+  EXPECT_TRUE(e.transient) << e.what();  // a connection refused may pass
   EXPECT_NE(std::string(e.what()).find("s3: PUT s3://ckpt/after: "), std::string::npos) << e.what();
-  EXPECT_NE(std::string(e.what()).find("2 attempts"), std::string::npos) << e.what();  // retried once
+  // Retried until the budget was spent, and the message says so.
+  EXPECT_NE(std::string(e.what()).find(" attempts over "), std::string::npos) << e.what();
   e = s3_error([&] { c.get("ckpt", "before"); });
   EXPECT_NE(std::string(e.what()).find("s3: GET s3://ckpt/before: "), std::string::npos) << e.what();
   e = s3_error([&] { c.upload_part("ckpt", "mp", id, 2, "tail", 4); });
@@ -557,14 +643,79 @@ TEST_F(S3, AKilledServerGivesErrorsNamingTheOperationAndRestartKeepsTheData) {
   EXPECT_EQ(c.get("ckpt", "mp").value_or("?"), part + "tail");
 }
 
+TEST_F(S3, AServerKilledAndRestartedTwoSecondsLaterWithinTheBudgetFailsNoRequest) {
+  s3::Client c(config(std::chrono::seconds(120)));  // (a hang detector: the outage is 2 s)
+  const std::string data = random_bytes(5 * 1024 * 1024, 8);
+  const std::string id = c.create_multipart("ckpt", "mp");
+  const std::string etag1 = c.upload_part("ckpt", "mp", id, 1, data.data(), data.size());
+  server_->stop();
+  // While it is down, a part upload starts: refused, it backs off and retries.
+  std::string etag2, error;
+  std::atomic<bool> finished{false};
+  std::thread uploader([&] {
+    try {
+      etag2 = c.upload_part("ckpt", "mp", id, 2, "tail", 4);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    finished = true;
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const bool finished_while_down = finished;
+  server_->restart();  // (from this thread: the server dies with the thread that started it)
+  uploader.join();
+  EXPECT_FALSE(finished_while_down) << "the upload cannot succeed while the server is down: " << error;
+  ASSERT_EQ(error, "");
+  c.complete_multipart("ckpt", "mp", id, {etag1, etag2});
+  EXPECT_EQ(c.get("ckpt", "mp").value_or("?"), data + "tail");
+}
+
+// ListMultipartUploads: s3rver 3.7.1 answers it 501 NotImplemented; our
+// runner (tests/shard/s3rver_run.mjs) answers it from s3rver's own upload
+// folders, as S3 documents the call. So this checks our client against
+// that implementation of the call (and AbortMultipartUpload, also the
+// runner's), not against AWS itself.
+TEST_F(S3, ListMultipartUploadsShowsTheIncompleteOnesUnderAPrefix) {
+  const std::string part = random_bytes(5 * 1024 * 1024, 9);
+  const std::string a = client_->create_multipart("ckpt", "job/step_00000001/rank_0.bin");
+  const std::string b = client_->create_multipart("ckpt", "job/step_00000002/rank 1.bin");
+  const std::string b2 = client_->create_multipart("ckpt", "job/step_00000002/rank 1.bin");
+  const std::string other = client_->create_multipart("ckpt", "jobs/x");
+  const std::string done = client_->create_multipart("ckpt", "job/done.bin");
+  client_->upload_part("ckpt", "job/step_00000001/rank_0.bin", a, 1, part.data(), part.size());
+  const std::string etag = client_->upload_part("ckpt", "job/done.bin", done, 1, "x", 1);
+  client_->complete_multipart("ckpt", "job/done.bin", done, {etag});
+
+  std::vector<s3::Upload> got = client_->list_multipart("ckpt", "job/");
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].key, "job/step_00000001/rank_0.bin");
+  EXPECT_EQ(got[0].upload_id, a);
+  EXPECT_EQ(got[1].key, "job/step_00000002/rank 1.bin");
+  EXPECT_EQ(got[2].key, "job/step_00000002/rank 1.bin");
+  EXPECT_EQ(std::set<std::string>({got[1].upload_id, got[2].upload_id}), std::set<std::string>({b, b2}));
+  EXPECT_FALSE(got[0].initiated.empty());
+  EXPECT_EQ(client_->list_multipart("ckpt", "").size(), 4u) << "with jobs/x";
+  EXPECT_TRUE(client_->list_multipart("ckpt", "nothing/").empty());
+
+  client_->abort_multipart("ckpt", got[0].key, got[0].upload_id);
+  got = client_->list_multipart("ckpt", "job/");
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].key, "job/step_00000002/rank 1.bin");
+  s3::Error e = s3_error([&] { client_->list_multipart("nobucket", ""); });
+  EXPECT_EQ(e.http_status, 404) << e.what();
+  EXPECT_EQ(e.code, "NoSuchBucket") << e.what();
+  EXPECT_FALSE(e.transient);
+}
+
 TEST_F(S3, ClientErrorsAreNotRetried) {
   // An access key s3rver does not know: 403 InvalidAccessKeyId, at once.
-  s3::Config bad = config(/*retries=*/3);
+  s3::Config bad = config();
   bad.access_key = "NOT-S3RVER";
   s3::Client c(bad);
   s3::Error e = s3_error([&] { c.put("ckpt", "k", "v", 1); });
   EXPECT_EQ(e.http_status, 403);
   EXPECT_EQ(e.code, "InvalidAccessKeyId");
+  EXPECT_FALSE(e.transient);
   std::string what = e.what();
   EXPECT_EQ(what.rfind("s3: PUT s3://ckpt/k: HTTP 403 InvalidAccessKeyId: ", 0), 0u) << what;
   EXPECT_EQ(what.find("attempts"), std::string::npos) << what;  // one attempt only
@@ -572,7 +723,7 @@ TEST_F(S3, ClientErrorsAreNotRetried) {
 
 TEST_F(S3, AWrongSecretFailsTheSignatureCheck) {
   // The runner's SigV4 check (s3rver alone would answer 200).
-  s3::Config bad = config(/*retries=*/3);
+  s3::Config bad = config();
   bad.secret_key = "not-the-secret";
   s3::Client c(bad);
   for (auto& call : std::vector<std::function<void()>>{
@@ -581,6 +732,7 @@ TEST_F(S3, AWrongSecretFailsTheSignatureCheck) {
     s3::Error e = s3_error(call);
     EXPECT_EQ(e.http_status, 403) << e.what();
     EXPECT_EQ(e.code, "SignatureDoesNotMatch") << e.what();
+    EXPECT_FALSE(e.transient) << e.what();
     EXPECT_EQ(std::string(e.what()).find("attempts"), std::string::npos) << e.what();
   }
   // With a session token (signed as x-amz-security-token), the right secret passes.

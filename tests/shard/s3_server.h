@@ -15,7 +15,9 @@
 // is S3RVER); s3rver_run.mjs does, with the AWS SDK's signer: a request signed
 // with another secret gets 403 SignatureDoesNotMatch. The body is not checked
 // against x-amz-content-sha256. Besides, s3rver answers "Range: bytes=0-0"
-// with the whole object (from byte 0).
+// with the whole object (from byte 0). Multipart calls s3rver lacks are the
+// runner's: AbortMultipartUpload (DELETE /bucket/key?uploadId=) and
+// ListMultipartUploads (GET /bucket?uploads&prefix=), which s3rver answers 501.
 //
 // No process outlives the fixture: the destructor kills the server, and the
 // server dies with the test process too (PR_SET_PDEATHSIG, and it exits when

@@ -24,10 +24,14 @@
 //     the x-amz-content-sha256 value matches the body is not checked.)
 //   * Continuation tokens: s3rver makes them with a cipher OpenSSL 3 hides
 //     (see the crypto shim below).
-//   * Two multipart calls s3rver lacks, as S3 documents them:
+//   * Three multipart calls s3rver lacks, as S3 documents them:
 //     AbortMultipartUpload (DELETE /bucket/key?uploadId=ID): 204, removing the
-//     upload's parts; and 404 NoSuchUpload for UploadPart, Complete or Abort
-//     of an unknown UploadId (s3rver would make a stray part, or answer 500).
+//     upload's parts; 404 NoSuchUpload for UploadPart, Complete or Abort
+//     of an unknown UploadId (s3rver would make a stray part, or answer 500);
+//     and ListMultipartUploads (GET /bucket?uploads[&prefix=P][&key-marker=K
+//     &upload-id-marker=I][&max-uploads=N]; s3rver answers 501): the uploads
+//     neither completed nor aborted, read from s3rver's own upload folders,
+//     sorted by key, then initiation time (the mtime of the upload's key file).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -179,9 +183,64 @@ function noSuchUpload(ctx, id) {
     'or the upload may have been aborted or completed.', { UploadId: id });
 }
 
+const xmlEsc = s => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+// ListMultipartUploads of `bucket` (S3's ListMultipartUploadsResult).
+function listUploads(ctx, bucket) {
+  if (!/^[a-z0-9.-]+$/.test(bucket) || !fs.existsSync(path.join(opts.dir, bucket))) {
+    xmlError(ctx, 404, 'NoSuchBucket', 'The specified bucket does not exist', { BucketName: bucket });
+    return;
+  }
+  const prefix = String(ctx.query.prefix ?? '');
+  const keyMarker = String(ctx.query['key-marker'] ?? '');
+  const idMarker = String(ctx.query['upload-id-marker'] ?? '');
+  const maxUploads = Math.max(0, Math.min(1000, Number(ctx.query['max-uploads'] ?? 1000) || 0));
+  const root = server.store.getResourcePath(bucket, undefined, 'uploads');
+  const uploads = [];
+  for (const id of fs.existsSync(root) ? fs.readdirSync(root) : []) {
+    const keyFile = path.join(root, id, 'key');
+    if (!fs.existsSync(keyFile)) continue;
+    const key = fs.readFileSync(keyFile).toString();
+    if (!key.startsWith(prefix)) continue;
+    uploads.push({ key, id, initiated: fs.statSync(keyFile).mtime });
+  }
+  uploads.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.initiated - b.initiated || (a.id < b.id ? -1 : 1)));
+  let start = 0;
+  if (keyMarker) {
+    const at = idMarker ? uploads.findIndex(u => u.key === keyMarker && u.id === idMarker) : -1;
+    start = at >= 0 ? at + 1 : uploads.findIndex(u => u.key > keyMarker);
+    if (start < 0) start = uploads.length;
+  }
+  const page = uploads.slice(start, start + maxUploads);
+  const truncated = start + page.length < uploads.length;
+  const last = page[page.length - 1];
+  ctx.status = 200;
+  ctx.type = 'application/xml';
+  ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n' +
+    '<ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' +
+    `<Bucket>${xmlEsc(bucket)}</Bucket><KeyMarker>${xmlEsc(keyMarker)}</KeyMarker>` +
+    `<UploadIdMarker>${xmlEsc(idMarker)}</UploadIdMarker>` +
+    `<NextKeyMarker>${truncated ? xmlEsc(last.key) : ''}</NextKeyMarker>` +
+    `<NextUploadIdMarker>${truncated ? xmlEsc(last.id) : ''}</NextUploadIdMarker>` +
+    `<Prefix>${xmlEsc(prefix)}</Prefix><MaxUploads>${maxUploads}</MaxUploads>` +
+    `<IsTruncated>${truncated}</IsTruncated>` +
+    page.map(u => `<Upload><Key>${xmlEsc(u.key)}</Key><UploadId>${xmlEsc(u.id)}</UploadId>` +
+      '<Initiator><ID>S3RVER</ID><DisplayName>S3RVER</DisplayName></Initiator>' +
+      '<Owner><ID>S3RVER</ID><DisplayName>S3RVER</DisplayName></Owner><StorageClass>STANDARD</StorageClass>' +
+      `<Initiated>${u.initiated.toISOString()}</Initiated></Upload>`).join('') +
+    '</ListMultipartUploadsResult>';
+}
+
 // Koa composes server.middleware when it starts listening: these run first,
 // SigV4 checking before the multipart shim.
 const multipartShim = async (ctx, next) => {
+  if (ctx.method === 'GET' && Object.prototype.hasOwnProperty.call(ctx.query, 'uploads')) {
+    const b = /^\/([^/]+)\/?$/.exec(ctx.path);
+    if (b) {
+      listUploads(ctx, decodeURIComponent(b[1]));
+      return;
+    }
+  }
   if (!Object.prototype.hasOwnProperty.call(ctx.query, 'uploadId')) return next();
   const m = /^\/([^/]+)\/(.+)$/.exec(ctx.path);
   if (!m || !['PUT', 'POST', 'DELETE'].includes(ctx.method)) return next();
