@@ -518,8 +518,10 @@ class GlooCommunicator final : public Communicator {
     return os.str();
   }
 
-  // "global rank X", or "a peer" when the peer is not known (-1).
+  // "global rank X"; for a wait not tied to one peer (-1, the barrier):
+  // the only peer of a two-member group, else "a peer".
   std::string peer_str(int group_rank) const {
+    if (group_rank < 0 && size() == 2) group_rank = 1 - spec_.rank;
     if (group_rank < 0) return "a peer";
     return "global rank " + std::to_string(spec_.global_ranks[group_rank]);
   }
@@ -604,7 +606,7 @@ class GlooCommunicator final : public Communicator {
     if (m.find("Timed out") != std::string::npos || Clock::now() >= run.deadline) {
       throw CommError("timed out after " + std::to_string(run.timeout.count()) +
                       " ms waiting to " + what + " " + peer_str(peer) +
-                      " (the peer did not reach this collective, or is stuck): " + m);
+                      " (the peer did not reach this collective, is stuck, or the link to it is down): " + m);
     }
     throw CommError("connection to " + peer_str(peer) + " failed while waiting to " + what +
                     " it (peer exited or crashed?): " + m);
@@ -636,7 +638,7 @@ class GlooCommunicator final : public Communicator {
     if (rem.count() <= 0) {
       throw CommError("timed out after " + std::to_string(run.timeout.count()) +
                       " ms waiting to " + what + " " + peer_str(peer) +
-                      " (the peer did not reach this collective, or is stuck)");
+                      " (the peer did not reach this collective, is stuck, or the link to it is down)");
     }
     return rem;
   }
