@@ -376,8 +376,13 @@ struct ApiServer::Impl {
       for (const auto& [k, v] : status_page_headers()) res.set_header(k, v);
       res.set_content(status_page_html(), "text/html; charset=utf-8");
     });
+    // The document is the same for the process's life and public: rendered
+    // once (an unauthenticated client cannot make the server build it again
+    // and again).
     s.Get("/v1/openapi.json", [](const httplib::Request&, httplib::Response& res) {
-      send_json(res, 200, openapi_document());
+      static const std::string document = openapi_document().dump();
+      res.status = 200;
+      res.set_content(document, "application/json");
     });
 
     // Submit, and its dry run (?dryRun=true, as the Kubernetes API's

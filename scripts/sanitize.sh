@@ -15,6 +15,9 @@
 #                  tsan the threaded set below
 #   libtorch-free  carbon/, controller/, the CLI and their tests only
 #                  (build-<mode>-lite/; the test command runs asan this way)
+# SANITIZE_TARGETS limits the build to some targets (pass the matching
+# ctest -R), e.g.
+#   SANITIZE_TARGETS=checkpoint_lifetime_test scripts/sanitize.sh tsan -R CheckpointLifetime
 #
 # Not run under a sanitizer (ctest -E): the libFuzzer targets (each is its
 # own ASan + UBSan build already) and the image build (it copies binaries
@@ -49,7 +52,9 @@ if [ ! -f "$dir/CMakeCache.txt" ]; then
   cmake -S . -B "$dir" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGREENSHARD_BENCH=OFF \
         -DGREENSHARD_SANITIZE=$san "${extra[@]}"
 fi
-cmake --build "$dir" -j "$(nproc)"
+# SANITIZE_TARGETS: build only these (and what they need), e.g. one test
+# executable with its binaries; ctest then gets the matching -R.
+cmake --build "$dir" -j "$(nproc)" ${SANITIZE_TARGETS:+--target $SANITIZE_TARGETS}
 
 reports=$ROOT/$dir/sanitizer-reports
 rm -rf "$reports"

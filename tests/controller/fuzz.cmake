@@ -36,8 +36,8 @@ separate_arguments(httplib_flags UNIX_COMMAND "${httplib_flags}")
 set(extra_flags "")
 set(link_libs "")
 if(FUZZER STREQUAL "fuzz_parsers")
-  set(sources controller/api_types.cpp controller/job.cpp worker/config.cpp carbon/src/hardware.cpp
-              carbon/src/error.cpp carbon/src/job.cpp)
+  set(sources controller/api_types.cpp controller/job.cpp controller/yaml_json.cpp worker/config.cpp
+              carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
   set(link_libs -lcrypto -lyaml-cpp)
 elseif(FUZZER STREQUAL "fuzz_worker_config")
   set(sources worker/config.cpp carbon/src/hardware.cpp carbon/src/error.cpp)
@@ -69,8 +69,8 @@ elseif(FUZZER STREQUAL "fuzz_k8s_answers")
   set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_auth_tokens")
   # sha256_hex and ApiError live in api_types.cpp (and what it needs).
-  set(sources controller/auth.cpp controller/file_watch.cpp controller/api_types.cpp controller/job.cpp worker/config.cpp
-              carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
+  set(sources controller/auth.cpp controller/file_watch.cpp controller/api_types.cpp controller/job.cpp
+              controller/yaml_json.cpp worker/config.cpp carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
   set(link_libs -lcrypto -lyaml-cpp)
 elseif(FUZZER STREQUAL "fuzz_http_request")
   set(sources controller/http_edge.cpp controller/api.cpp controller/api_types.cpp controller/job.cpp)

@@ -538,6 +538,29 @@ TEST(HostileClients, FiveHundredIdleAndFiftySlowlorisSocketsDoNotStopSubmitsOrHe
   for (int fd : slow) ::close(fd);
 }
 
+// The two requests that ended the controller process (issue 33): a path
+// with an invalid UTF-8 byte echoed into the 404, and a `worker` nested
+// 70,000 arrays deep. Each is a 4xx with a JSON body, and the same process
+// answers /healthz afterwards.
+TEST(HostileClients, TheRequestsThatCrashedTheControllerAreRefusedAndItLivesOn) {
+  Hostile h("#!/bin/sh\nexit 0\n");
+  for (const char* path : {"/v1/jobs/%ff", "/v1/%ff"}) {
+    auto r = h.client().Get(path);
+    ASSERT_TRUE(r) << path << ": no answer\n" << h.proc->log();
+    EXPECT_EQ(r->status / 100, 4) << path << ": " << r->body;
+    EXPECT_FALSE(json::parse(r->body, nullptr, false).is_discarded()) << r->body;
+  }
+  std::string deep = R"({"name":"j","nodes":1,"regions":["DE"],"estimate":{"duration_s":60,"power_watts":100},"worker":)";
+  deep += std::string(70000, '[') + std::string(70000, ']') + "}";
+  auto r = h.client().Post("/v1/jobs?dryRun=true", deep, "application/json");
+  ASSERT_TRUE(r) << "no answer to the deep body\n" << h.proc->log();
+  EXPECT_EQ(r->status, 400) << r->body.substr(0, 300);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "too_deep") << r->body;
+  auto hz = h.client().Get("/healthz");
+  ASSERT_TRUE(hz) << h.proc->log();
+  EXPECT_EQ(hz->status, 200);
+}
+
 TEST(HostileClients, TwentyLogStreamsTakeOnlyTheStreamPool) {
   raise_fd_limit();
   // The stand-in worker runs until the controller is gone.
