@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <sstream>
@@ -54,6 +55,11 @@ using std::chrono::milliseconds;
 // ---------------------------------------------------------------------------
 // Work
 
+// The error is kept as its message, and every wait() (or error()) makes an
+// exception object of its own: no exception object is shared between the
+// communicator's thread, which may drop the last reference to the Work, and
+// the thread reading what() in its catch (their hand-off would be the
+// reference count inside libstdc++, which ThreadSanitizer cannot see).
 class GlooWork final : public Work {
  public:
   bool is_completed() override { return done_.load(std::memory_order_acquire); }
@@ -61,17 +67,19 @@ class GlooWork final : public Work {
   void wait() override {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return done_.load(std::memory_order_relaxed); });
-    if (error_) std::rethrow_exception(error_);
+    if (failed_) throw CommError(error_);
   }
 
   std::exception_ptr error() override {
     std::lock_guard<std::mutex> lock(mu_);
-    return error_;
+    return failed_ ? std::make_exception_ptr(CommError(error_)) : nullptr;
   }
 
-  void finish(std::exception_ptr error) {
+  // Done; `error` empty: it succeeded.
+  void finish(std::string error = "") {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      failed_ = !error.empty();
       error_ = std::move(error);
       done_.store(true, std::memory_order_release);
     }
@@ -82,12 +90,13 @@ class GlooWork final : public Work {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<bool> done_{false};
-  std::exception_ptr error_;
+  bool failed_ = false;
+  std::string error_;
 };
 
 WorkPtr failed_work(const std::string& msg) {
   auto w = std::make_shared<GlooWork>();
-  w->finish(std::make_exception_ptr(CommError(msg)));
+  w->finish(msg);
   return w;
 }
 
@@ -240,7 +249,11 @@ struct Task {
 class GlooCommunicator;
 
 // An unbound buffer registered with its communicator so the destructor can
-// abort a wait on it.
+// abort a wait on it. Freed while a collective fails (unwinding), it first
+// closes the group's connections: Gloo's loop thread may still be
+// completing an operation posted on it (signalling the buffer), and closing
+// a pair fails its pending operations and waits for the loop, so that
+// nothing touches the buffer once it is gone.
 class Buf {
  public:
   Buf(GlooCommunicator& comm, void* ptr, size_t bytes);
@@ -251,6 +264,7 @@ class Buf {
 
  private:
   GlooCommunicator& comm_;
+  const int uncaught_at_start_ = std::uncaught_exceptions();
   std::unique_ptr<gloo::transport::UnboundBuffer> buf_;
 };
 
@@ -313,10 +327,22 @@ class GlooCommunicator final : public Communicator {
     }
     if (worker_.joinable()) worker_.join();
     if (monitor_.joinable()) monitor_.join();
+    // The sentinel still has receives posted on every pair, which Gloo's
+    // loop thread fails (signals) when a pair breaks. Closing the pairs
+    // fails them now and waits for the loop, so that the sentinel can go.
+    if (monitor_sentinel_) {
+      try {
+        ctx_->closeConnections();
+      } catch (...) {
+      }
+      std::lock_guard<std::mutex> lock(active_mu_);
+      monitor_probe_.reset();
+      monitor_sentinel_.reset();
+    }
     for (auto& t : queue_) {
-      t.work->finish(std::make_exception_ptr(CommError(
+      t.work->finish(
           describe(t.op, t.opts.tag) +
-          " failed: the communicator was destroyed before it ran")));
+          " failed: the communicator was destroyed before it ran");
     }
     queue_.clear();
     // ctx_ (pairs, device loop thread) goes last, after the worker is gone.
@@ -561,9 +587,9 @@ class GlooCommunicator final : public Communicator {
         std::lock_guard<std::mutex> lock(mu_);
         first = first_error_;
       }
-      task.work->finish(std::make_exception_ptr(CommError(
+      task.work->finish(
           describe(task.op, task.opts.tag) +
-          " failed: the communicator was aborted by an earlier error: " + first)));
+          " failed: the communicator was aborted by an earlier error: " + first);
       return;
     }
     const milliseconds timeout =
@@ -573,7 +599,7 @@ class GlooCommunicator final : public Communicator {
     try {
       run.slot = static_cast<uint64_t>(ctx_->nextSlot());
       task.fn(run);
-      task.work->finish(nullptr);
+      task.work->finish();
       return;
     } catch (const std::exception& e) {
       cause = e.what();
@@ -593,7 +619,7 @@ class GlooCommunicator final : public Communicator {
         ctx_->closeConnections();
       } catch (...) {
       }
-      task.work->finish(std::make_exception_ptr(CommError(msg)));
+      task.work->finish(msg);
     }
   }
 
@@ -729,13 +755,13 @@ class GlooCommunicator final : public Communicator {
     sigaddset(&set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     const int n = size(), r = rank();
-    std::vector<char> mem(n, 0), probe_mem(n, 0);
-    std::unique_ptr<gloo::transport::UnboundBuffer> sentinel;
+    gloo::transport::UnboundBuffer* sentinel = nullptr;
     {
       std::lock_guard<std::mutex> lock(active_mu_);
       if (stopping_) return;
-      sentinel = ctx_->createUnboundBuffer(mem.data(), mem.size());
-      sentinel_ = sentinel.get();
+      monitor_mem_.assign(n, 0);
+      monitor_sentinel_ = ctx_->createUnboundBuffer(monitor_mem_.data(), monitor_mem_.size());
+      sentinel = sentinel_ = monitor_sentinel_.get();
     }
     std::string failure;
     try {
@@ -756,7 +782,11 @@ class GlooCommunicator final : public Communicator {
     }
     std::vector<int> gone;
     {
-      auto probe = ctx_->createUnboundBuffer(probe_mem.data(), probe_mem.size());
+      // (kept until the destructor, as the sentinel: its receives stay
+      // posted on the pairs that are alive)
+      monitor_probe_mem_.assign(n, 0);
+      monitor_probe_ = ctx_->createUnboundBuffer(monitor_probe_mem_.data(), monitor_probe_mem_.size());
+      auto& probe = monitor_probe_;
       for (int p = 0; p < n; ++p) {
         if (p == r) continue;
         try {
@@ -979,6 +1009,12 @@ class GlooCommunicator final : public Communicator {
   bool any_dead_ = false;
   std::string dead_msg_;                         // why the monitor woke
   gloo::transport::UnboundBuffer* sentinel_ = nullptr;
+  // The monitor's buffer and its memory live as long as the communicator,
+  // not only as long as the monitor's wait: when the group fails, the worker
+  // closes its connections, and closing each pair fails (signals) the
+  // sentinel's pending receive, possibly after the monitor has woken.
+  std::vector<char> monitor_mem_, monitor_probe_mem_;
+  std::unique_ptr<gloo::transport::UnboundBuffer> monitor_sentinel_, monitor_probe_;
   std::thread monitor_;
 
   // Worker-thread scratch, reused across collectives.
@@ -997,6 +1033,12 @@ Buf::Buf(GlooCommunicator& comm, void* ptr, size_t bytes) : comm_(comm) {
 }
 
 Buf::~Buf() {
+  if (std::uncaught_exceptions() > uncaught_at_start_) {
+    try {
+      comm_.ctx_->closeConnections();  // (the failed task's own handler does it again: harmless)
+    } catch (...) {
+    }
+  }
   std::lock_guard<std::mutex> lock(comm_.active_mu_);
   auto& a = comm_.active_;
   a.erase(std::remove(a.begin(), a.end(), buf_.get()), a.end());

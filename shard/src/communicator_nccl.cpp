@@ -124,6 +124,9 @@ c10::cuda::CUDAStream dedicated_stream(c10::DeviceIndex device) {
 // --------------------------------------------------------------------------
 // Work
 
+// As GlooWork (communicator_gloo.cpp): the error is kept as its message,
+// and each wait()/error() makes an exception object of its own, never one
+// shared with the watchdog thread.
 class NcclWork final : public Work {
  public:
   NcclWork(std::string desc, Clock::time_point deadline, milliseconds timeout,
@@ -153,7 +156,7 @@ class NcclWork final : public Work {
   }
 
   void wait() override {
-    if (auto e = error()) std::rethrow_exception(e);
+    throw_if_failed();
     if (recorded_) {
       // Order the caller's stream (and the issuing one) after the collective.
       const auto dev = issue_stream_.device_index();
@@ -169,12 +172,12 @@ class NcclWork final : public Work {
         }
       }
     }
-    if (auto e = error()) std::rethrow_exception(e);
+    throw_if_failed();
   }
 
   std::exception_ptr error() override {
     std::lock_guard<std::mutex> lock(mu_);
-    return error_;
+    return failed_ ? std::make_exception_ptr(CommError(error_)) : nullptr;
   }
 
   // --- communicator side ---
@@ -189,7 +192,7 @@ class NcclWork final : public Work {
   void fail(const std::string& msg) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!error_) error_ = std::make_exception_ptr(CommError(msg));
+      if (!failed_) failed_ = true, error_ = msg;
     }
     done_.store(true, std::memory_order_release);
   }
@@ -206,6 +209,15 @@ class NcclWork final : public Work {
   bool blocking() const { return blocking_; }
 
  private:
+  void throw_if_failed() {
+    std::string msg;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!failed_) return;
+      msg = error_;
+    }
+    throw CommError(msg);
+  }
   void release() {
     std::vector<at::Tensor> drop;
     std::lock_guard<std::mutex> lock(mu_);
@@ -221,7 +233,8 @@ class NcclWork final : public Work {
   bool recorded_ = false;  // set before the Work is published
   std::atomic<bool> done_{false};
   std::mutex mu_;
-  std::exception_ptr error_;
+  bool failed_ = false;
+  std::string error_;
   std::vector<at::Tensor> keep_;
 };
 

@@ -1006,7 +1006,10 @@ TEST(ControllerKubeExecutor, AdoptingAStopRequestedGangRepeatsItsDelete) {
 
 TEST(ControllerKubeExecutor, AServiceThatCannotBeCreatedTakesItsJobDown) {
   FakeApiServer api("k8s-sa-token");
-  api.service_post_status = 403;
+  {  // under the server's lock: its handlers read it on their threads
+    std::lock_guard<std::mutex> l(api.mu);
+    api.service_post_status = 403;
+  }
   auto ex = make_kubernetes_executor(cluster(api.port));
   try {
     ex->start(gang(1, 1, 0));
