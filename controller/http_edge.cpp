@@ -419,10 +419,14 @@ struct Conn {
   bool draining = false;         // an error was sent: read and drop until EOF or drain_until
   SteadyClock::time_point drain_until;
   size_t served = 0;
-  ~Conn() {
+  bool closing = false;          // a worker is done with it: the loop closes it
+  void close_now() {
     if (ssl) SSL_free(ssl);
+    ssl = nullptr;
     if (fd >= 0) ::close(fd);
+    fd = -1;
   }
+  ~Conn() { close_now(); }
 };
 
 // A request's input from its buffer; the response to the connection, each
@@ -784,10 +788,11 @@ struct HttpEdge::Impl {
     bool closed = false;
     const bool ok = router.process(s, last, closed);
     ++served;
-    if (!ok || closed || last || s.failed()) {
-      --open;  // the task's reference is the last: the connection closes with it
-      return;
-    }
+    // Back to the loop either way: descriptors are accepted and closed on
+    // the loop's thread only (a number closed here could be reused by the
+    // loop's next accept while this thread's last write is not ordered
+    // before it).
+    c->closing = !ok || closed || last || s.failed();
     {
       std::lock_guard<std::mutex> l(back_mu);
       back.push_back(c);
@@ -802,7 +807,8 @@ struct HttpEdge::Impl {
       got.swap(back);
     }
     for (auto& c : got) {
-      if (stopping.load()) {
+      if (stopping.load() || c->closing) {
+        c->close_now();
         --open;
         continue;
       }
