@@ -367,6 +367,10 @@ class BoundedPool {
     cv_.notify_one();
     return true;
   }
+  size_t in_flight() {  // queued or running
+    std::lock_guard<std::mutex> l(mu_);
+    return tasks_.size() + busy_;
+  }
   void shutdown() {  // runs what is queued, then joins; safe twice
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -961,6 +965,7 @@ HttpEdge::Stats HttpEdge::stats() const {
   s.rejected_busy = impl_->rejected_busy;
   s.timed_out = impl_->timed_out;
   s.bad_requests = impl_->bad;
+  s.in_flight = impl_->workers->in_flight() + impl_->streams->in_flight();
   return s;
 }
 

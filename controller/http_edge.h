@@ -127,6 +127,7 @@ class HttpEdge {
     uint64_t rejected_busy = 0;      // 503: queue full, stream pool full, connection cap
     uint64_t timed_out = 0;          // 408 and idle closes
     uint64_t bad_requests = 0;       // 4xx/5xx written by the edge itself, not 503
+    uint64_t in_flight = 0;          // requests queued or running on the workers and streams
   };
   Stats stats() const;
 
