@@ -166,6 +166,21 @@ class MemoryStream : public BufferedStream {
   std::string& out_;
 };
 
+// A socket address as text and port (IPv4 or IPv6; "" and 0 otherwise).
+void peer_of(const sockaddr_storage& a, std::string& ip, int& port) {
+  char host[INET6_ADDRSTRLEN] = "";
+  if (a.ss_family == AF_INET) {
+    auto* s = reinterpret_cast<const sockaddr_in*>(&a);
+    ::inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
+    port = ntohs(s->sin_port);
+  } else if (a.ss_family == AF_INET6) {
+    auto* s = reinterpret_cast<const sockaddr_in6*>(&a);
+    ::inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
+    port = ntohs(s->sin6_port);
+  }
+  ip = host;
+}
+
 // Waits until fd is ready for `events` or the deadline passes.
 bool wait_fd(int fd, short events, SteadyClock::time_point deadline) {
   for (;;) {
@@ -480,18 +495,7 @@ class ConnStream : public BufferedStream {
     sockaddr_storage a{};
     socklen_t len = sizeof(a);
     ip.clear(), port = 0;
-    if (::getsockname(c_.fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return;
-    char host[INET6_ADDRSTRLEN] = "";
-    if (a.ss_family == AF_INET) {
-      auto* s = reinterpret_cast<sockaddr_in*>(&a);
-      ::inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-      port = ntohs(s->sin_port);
-    } else if (a.ss_family == AF_INET6) {
-      auto* s = reinterpret_cast<sockaddr_in6*>(&a);
-      ::inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-      port = ntohs(s->sin6_port);
-    }
-    ip = host;
+    if (::getsockname(c_.fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) peer_of(a, ip, port);
   }
   socket_t socket() const override { return c_.fd; }
 
@@ -501,20 +505,6 @@ class ConnStream : public BufferedStream {
   const std::atomic<bool>& stopping_;
   bool failed_ = false;
 };
-
-void peer_of(const sockaddr_storage& a, std::string& ip, int& port) {
-  char host[INET6_ADDRSTRLEN] = "";
-  if (a.ss_family == AF_INET) {
-    auto* s = reinterpret_cast<const sockaddr_in*>(&a);
-    ::inet_ntop(AF_INET, &s->sin_addr, host, sizeof(host));
-    port = ntohs(s->sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    auto* s = reinterpret_cast<const sockaddr_in6*>(&a);
-    ::inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-    port = ntohs(s->sin6_port);
-  }
-  ip = host;
-}
 
 }  // namespace
 
