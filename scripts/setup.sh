@@ -10,7 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libglpk-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
   libsentencepiece-dev sentencepiece python3-torch
-  python3 bible-kjv clang curl chromium iproute2
+  python3 bible-kjv clang curl chromium iproute2 iptables
   mmdebstrap podman runc
 )
 # npm: Debian's, unless a Node.js with its own npm is installed already.
