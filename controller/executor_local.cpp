@@ -11,7 +11,9 @@
 // bundle an https:// controller is verified with; worker/status.h) is
 // checked when the executor is made and handed to the ranks as an absolute
 // path (they run in their job directory).
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sched.h>
@@ -23,6 +25,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -74,38 +77,75 @@ struct RankLaunch {
   int exec_errno = 0;
 };
 
-// The child, on its own small stack in the parent's address space (until
-// execve): system calls only, no allocation, no locks.
-int rank_child(void* p) {
+// The child runs on its own small stack in the parent's address space, on
+// the parent thread's TLS, until execve: so it makes its system calls
+// directly (syscall(2)), never through libc wrappers that a sanitizer
+// interposes, and is itself not instrumented. A sanitizer's interceptor or
+// instrumentation would do the parent thread's bookkeeping from the child,
+// in the memory they share: under TSan the child's sigaction, open and
+// dup2 interceptors and its never-returning function entry ran on the
+// scheduler thread's state, and TSan then reported the store's group commit
+// as racing with that thread (docs/reliability.md). No allocation, no
+// locks, no errno of its own but the one it reports.
+struct KernelSigaction {  // the kernel's struct sigaction (x86-64, arm64)
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#error "rank_child: the kernel's struct sigaction is laid out for x86-64 and arm64 only"
+#endif
+
+[[noreturn]] __attribute__((no_sanitize("address", "thread", "undefined"))) void child_exit(int code) {
+  for (;;) ::syscall(SYS_exit_group, code);
+}
+
+__attribute__((no_sanitize("address", "thread", "undefined"))) int rank_child(void* p) {
   RankLaunch& a = *static_cast<RankLaunch*>(p);
   // Handlers the parent installed would run in its memory: back to the
   // default before any signal is unblocked (execve resets them anyway).
   for (int sig = 1; sig < NSIG; ++sig) {
-    struct sigaction sa;
-    if (::sigaction(sig, nullptr, &sa) != 0 || sa.sa_handler == SIG_IGN || sa.sa_handler == SIG_DFL) continue;
-    sa.sa_handler = SIG_DFL;
-    sa.sa_flags = 0;
-    ::sigaction(sig, &sa, nullptr);
+    KernelSigaction sa{};
+    if (::syscall(SYS_rt_sigaction, sig, nullptr, &sa, sizeof sa.mask) != 0) continue;
+    if (sa.handler == SIG_IGN || sa.handler == SIG_DFL) continue;
+    KernelSigaction dfl{};
+    dfl.handler = SIG_DFL;
+    ::syscall(SYS_rt_sigaction, sig, &dfl, nullptr, sizeof dfl.mask);
   }
-  ::setpgid(0, a.pgid > 0 ? a.pgid : 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() != a.parent) ::_exit(125);
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0) ::dup2(devnull, 0);
-  ::dup2(a.log_fd, 1);
-  ::dup2(a.log_fd, 2);
-  if (::chdir(a.dir) != 0) {
+  ::syscall(SYS_setpgid, 0, a.pgid > 0 ? a.pgid : 0);
+  ::syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+  if (::syscall(SYS_getppid) != a.parent) child_exit(125);
+  const long devnull = ::syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull > 0) ::syscall(SYS_dup3, devnull, 0, 0);
+  else if (devnull == 0) ::syscall(SYS_fcntl, 0, F_SETFD, 0);  // stdin was closed: /dev/null is it now
+  ::syscall(SYS_dup3, a.log_fd, 1, 0);
+  ::syscall(SYS_dup3, a.log_fd, 2, 0);
+  if (::syscall(SYS_chdir, a.dir) != 0) {
     a.exec_errno = errno;
-    ::_exit(126);
+    child_exit(126);
   }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::execve(a.argv[0], a.argv, a.envp);
+  const uint64_t none = 0;
+  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, sizeof none);
+  ::syscall(SYS_execve, a.argv[0], a.argv, a.envp);
   a.exec_errno = errno;
   const char msg[] = "greenshard: cannot execute the worker\n";
-  (void)!::write(2, msg, sizeof msg - 1);
-  ::_exit(127);
+  (void)::syscall(SYS_write, 2, msg, sizeof msg - 1);
+  child_exit(127);
+}
+
+// libc's own clone, not one a sanitizer interposes: TSan's assumes fork's
+// copy of memory and re-initialises its runtime in the child, which here
+// would be the parent's runtime. Looked up once, in libc itself.
+using CloneFn = int (*)(int (*)(void*), void*, int, void*, ...);
+CloneFn libc_clone() {
+  static const CloneFn fn = [] {
+    void* libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    void* sym = libc ? ::dlsym(libc, "clone") : nullptr;
+    if (libc) ::dlclose(libc);  // RTLD_NOLOAD took a reference; libc stays loaded
+    return sym ? reinterpret_cast<CloneFn>(sym) : &::clone;
+  }();
+  return fn;
 }
 
 // Starts a rank as posix_spawn does (clone with CLONE_VM | CLONE_VFORK):
@@ -123,7 +163,7 @@ pid_t spawn_rank(RankLaunch& a) {
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  const pid_t pid = ::clone(rank_child, stack.get() + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+  const pid_t pid = libc_clone()(rank_child, stack.get() + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
   const int err = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   errno = err;
