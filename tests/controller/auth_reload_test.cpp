@@ -159,7 +159,10 @@ TEST(AuthReloader, ARemovedTokenIsRefusedWithoutARestart) {
   AuthReloader r(auth, f.tokens, o);
   ASSERT_TRUE(auth.lookup(kAlice));
   write_file(f.tokens, line(kBob, "team-b", "user"));  // in place, same inode
-  EXPECT_TRUE(eventually([&] { return !auth.lookup(kAlice); })) << log.all();
+  // The reload is done once it is logged: the tokens are replaced first,
+  // then counted, then logged.
+  ASSERT_TRUE(eventually([&] { return log.all().find("reloaded") != std::string::npos; })) << log.all();
+  EXPECT_FALSE(auth.lookup(kAlice));
   EXPECT_TRUE(auth.lookup(kBob));
   EXPECT_EQ(r.reloads(), 1u) << log.all();
   EXPECT_NE(log.all().find("'" + f.tokens + "' reloaded (changed): 1 tokens, was 2"), std::string::npos)
@@ -176,7 +179,8 @@ TEST(AuthReloader, AnAddedTokenIsAcceptedAndAReplaceByRenameIsSeen) {
   EXPECT_FALSE(auth.lookup(kCarol));
   replace_file(f.tokens, line(kAlice, "team-a", "user") + line(kBob, "team-b", "user") +
                              line(kCarol, "team-c", "admin"));
-  ASSERT_TRUE(eventually([&] { return auth.lookup(kCarol).has_value(); })) << log.all();
+  ASSERT_TRUE(eventually([&] { return r.reloads() >= 1; })) << log.all();  // counted after the replace
+  ASSERT_TRUE(auth.lookup(kCarol).has_value()) << log.all();
   EXPECT_EQ(auth.lookup(kCarol)->tenant, "*");
   EXPECT_TRUE(auth.lookup(kAlice));
   EXPECT_GE(r.reloads(), 1u);
@@ -225,7 +229,9 @@ TEST(AuthReloader, ABrokenFileKeepsTheLastGoodTokensAndNamesTheLine) {
 
   // Fixed: in force again.
   replace_file(f.tokens, line(kCarol, "team-c", "user"));
-  ASSERT_TRUE(eventually([&] { return auth.lookup(kCarol).has_value(); })) << log.all();
+  // on_reload is the reload's last step (after the replace and the count).
+  ASSERT_TRUE(eventually([&] { return ok.load() == 1; })) << log.all();
+  EXPECT_TRUE(auth.lookup(kCarol).has_value());
   EXPECT_FALSE(auth.lookup(kAlice));
   EXPECT_EQ(r.reloads(), 1u);
   EXPECT_EQ(ok.load(), 1);
