@@ -15,6 +15,7 @@
 #                  tsan the threaded set below
 #   libtorch-free  carbon/, controller/, the CLI and their tests only
 #                  (build-<mode>-lite/; the test command runs asan this way)
+# SANITIZE_RUN=0 builds without running the tests.
 # SANITIZE_TARGETS limits the build to some targets (pass the matching
 # ctest -R), e.g.
 #   SANITIZE_TARGETS=checkpoint_lifetime_test scripts/sanitize.sh tsan -R CheckpointLifetime
@@ -55,6 +56,8 @@ fi
 # SANITIZE_TARGETS: build only these (and what they need), e.g. one test
 # executable with its binaries; ctest then gets the matching -R.
 cmake --build "$dir" -j "$(nproc)" ${SANITIZE_TARGETS:+--target $SANITIZE_TARGETS}
+# SANITIZE_RUN=0: build only (the test command builds beside its suite).
+[ "${SANITIZE_RUN:-1}" = 0 ] && exit 0
 
 reports=$ROOT/$dir/sanitizer-reports
 rm -rf "$reports"

@@ -1,18 +1,47 @@
 #!/usr/bin/env bash
 # The test command: set-up, build, every test. Runs on a fresh Debian machine.
+#
+# With no arguments it also runs the LibTorch-free targets (carbon/,
+# controller/, the CLI and their tests) once more under ASan + UBSan, every
+# report fatal (scripts/sanitize.sh; build-asan-lite/). That build runs
+# beside the suite at the lowest priority, on the cycles the tests leave
+# idle (many wait on sockets, deadlines and child processes), and its tests
+# run after the suite. With arguments (a ctest selection) only ctest runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$(pwd)
 bash scripts/setup.sh
 bash scripts/build.sh
-cd "${GREENSHARD_BUILD_DIR:-build}"
+BUILD=${GREENSHARD_BUILD_DIR:-build}
+
+asan_pid=
+if [ $# -eq 0 ]; then
+  mkdir -p "$BUILD"
+  SANITIZE_SCOPE=libtorch-free SANITIZE_RUN=0 nice -n 19 bash scripts/sanitize.sh asan \
+    >"$BUILD/asan-lite-build.log" 2>&1 &
+  asan_pid=$!
+fi
+
+cd "$BUILD"
 # Rank processes use one thread each; the tests start their own ranks.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # No retry: a test that fails once is a failure (a flake is a bug to find).
+set +e
 ctest --output-on-failure --timeout 900 "$@"
-cd - >/dev/null
-# The LibTorch-free targets (carbon/, controller/, the CLI and their tests)
-# once more under ASan + UBSan, every report fatal (scripts/sanitize.sh;
-# build-asan-lite/). Not when ctest was given a selection.
-if [ $# -eq 0 ]; then
+rc=$?
+set -e
+# The 15 slowest tests of this run (CTest's record: name, runs, seconds).
+echo "test.sh: the 15 slowest tests"
+sort -k3 -g -r Testing/Temporary/CTestCostData.txt 2>/dev/null | awk 'NF == 3 { printf "  %8.1f s  %s\n", $3, $1 }' | head -15
+cd "$ROOT"
+
+if [ -n "$asan_pid" ]; then
+  if ! wait "$asan_pid"; then
+    echo "test.sh: the ASan + UBSan build failed; its log: $BUILD/asan-lite-build.log" >&2
+    tail -30 "$BUILD/asan-lite-build.log" >&2
+    exit 1
+  fi
+  [ "$rc" -eq 0 ] || exit "$rc"
   SANITIZE_SCOPE=libtorch-free bash scripts/sanitize.sh asan
 fi
+exit "$rc"
