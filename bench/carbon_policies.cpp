@@ -47,8 +47,8 @@
 #include "carbon/placement.h"
 #include "carbon/simulator.h"
 #include "carbon/trace.h"
-#include "controller/scheduler.h"
-#include "controller/sim_engine.h"
+#include "controller/scheduling/scheduler.h"
+#include "controller/tools/sim_engine.h"
 
 #include <algorithm>
 #include <chrono>

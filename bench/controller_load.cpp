@@ -72,7 +72,7 @@
 #include <thread>
 #include <vector>
 
-#include "controller/api.h"
+#include "controller/api/api.h"
 
 using namespace controller;
 using SteadyClock = std::chrono::steady_clock;

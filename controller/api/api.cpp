@@ -1,7 +1,7 @@
-#include "controller/api.h"
-#include "controller/file_watch.h"
-#include "controller/http_edge.h"
-#include "controller/tls_credentials.h"
+#include "controller/api/api.h"
+#include "controller/api/file_watch.h"
+#include "controller/api/http_edge.h"
+#include "controller/api/tls_credentials.h"
 
 #include <httplib.h>
 #include <openssl/ssl.h>
@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
-#include "controller/base64.h"
-#include "controller/openapi.h"
-#include "controller/status_page.h"
+#include "controller/core/base64.h"
+#include "controller/api/openapi.h"
+#include "controller/api/status_page.h"
 
 namespace controller {
 

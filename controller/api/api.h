@@ -38,11 +38,11 @@
 #include <chrono>
 #include <string>
 
-#include "controller/auth.h"
-#include "controller/http_edge.h"
-#include "controller/metrics.h"
-#include "controller/registry.h"
-#include "controller/scheduler.h"
+#include "controller/api/auth.h"
+#include "controller/api/http_edge.h"
+#include "controller/scheduling/metrics.h"
+#include "controller/store/registry.h"
+#include "controller/scheduling/scheduler.h"
 
 namespace controller {
 

@@ -1,4 +1,4 @@
-#include "controller/auth.h"
+#include "controller/api/auth.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -29,11 +29,11 @@
 #include <optional>
 #include <string>
 
-#include "controller/file_watch.h"
+#include "controller/api/file_watch.h"
 #include <thread>
 #include <unordered_map>
 
-#include "controller/api_types.h"
+#include "controller/core/api_types.h"
 
 namespace controller {
 

@@ -1,4 +1,4 @@
-#include "controller/file_watch.h"
+#include "controller/api/file_watch.h"
 
 #include <fcntl.h>
 #include <poll.h>

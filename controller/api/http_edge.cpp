@@ -1,4 +1,4 @@
-#include "controller/http_edge.h"
+#include "controller/api/http_edge.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "controller/api_types.h"
+#include "controller/core/api_types.h"
 
 namespace controller {
 

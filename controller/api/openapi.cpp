@@ -1,9 +1,9 @@
-#include "controller/openapi.h"
+#include "controller/api/openapi.h"
 
 #include <map>
 
-#include "controller/decision_outcome.h"
-#include "controller/job.h"
+#include "controller/core/decision_outcome.h"
+#include "controller/core/job.h"
 
 namespace controller {
 

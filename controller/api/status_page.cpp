@@ -1,4 +1,4 @@
-#include "controller/status_page.h"
+#include "controller/api/status_page.h"
 
 namespace controller {
 

@@ -1,4 +1,4 @@
-#include "controller/tls_credentials.h"
+#include "controller/api/tls_credentials.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>

@@ -1,6 +1,6 @@
 // Parsers of the carbon source and hardware files (config_files.h). The
 // carbon/-backed parts are in intensity_sources.cpp.
-#include "controller/config_files.h"
+#include "controller/config/config_files.h"
 
 #include <yaml-cpp/yaml.h>
 

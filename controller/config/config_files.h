@@ -47,8 +47,8 @@
 #include <string>
 #include <vector>
 
-#include "controller/quota.h"
-#include "controller/regions.h"
+#include "controller/config/quota.h"
+#include "controller/config/regions.h"
 
 namespace carbon {
 class Catalog;

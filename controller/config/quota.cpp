@@ -1,4 +1,4 @@
-#include "controller/quota.h"
+#include "controller/config/quota.h"
 
 #include <algorithm>
 #include <set>

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/regions.h"
+#include "controller/config/regions.h"
 
 namespace controller {
 

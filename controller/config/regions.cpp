@@ -1,5 +1,5 @@
-#include "controller/regions.h"
-#include "controller/executor_k8s.h"
+#include "controller/config/regions.h"
+#include "controller/executors/executor_k8s.h"
 #include "shard/object_store_url.h"
 
 #include <yaml-cpp/yaml.h>

@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/placement.h"
+#include "controller/core/region_snapshot.h"
 
 namespace controller {
 

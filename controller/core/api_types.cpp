@@ -1,6 +1,6 @@
-#include "controller/api_types.h"
+#include "controller/core/api_types.h"
 
-#include "controller/yaml_json.h"
+#include "controller/core/yaml_json.h"
 #include "worker/config.h"
 
 #include <carbon/job.h>

@@ -1,4 +1,4 @@
-#include "controller/base64.h"
+#include "controller/core/base64.h"
 
 #include <cctype>
 

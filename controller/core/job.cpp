@@ -1,4 +1,4 @@
-#include "controller/job.h"
+#include "controller/core/job.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -26,7 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/api_types.h"
+#include "controller/core/api_types.h"
 
 namespace controller {
 

@@ -1,4 +1,4 @@
-#include "controller/yaml_json.h"
+#include "controller/core/yaml_json.h"
 
 #include <cerrno>
 #include <cmath>

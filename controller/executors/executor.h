@@ -32,7 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/api_types.h"
+#include "controller/core/api_types.h"
 
 namespace controller {
 

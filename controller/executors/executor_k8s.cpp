@@ -11,10 +11,10 @@
 #include <mutex>
 #include <sstream>
 
-#include "controller/executor_k8s.h"
+#include "controller/executors/executor_k8s.h"
 
-#include "controller/base64.h"
-#include "controller/k8s_answers.h"
+#include "controller/core/base64.h"
+#include "controller/executors/k8s_answers.h"
 #include "worker/ca_bundle.h"
 
 namespace controller {

@@ -71,8 +71,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/executor.h"
-#include "controller/regions.h"
+#include "controller/executors/executor.h"
+#include "controller/config/regions.h"
 
 namespace controller {
 

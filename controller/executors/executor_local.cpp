@@ -37,7 +37,7 @@
 #include <thread>
 
 #include "worker/ca_bundle.h"
-#include "controller/executor.h"
+#include "controller/executors/executor.h"
 #include "worker/config.h"  // kConfigErrorPrefix
 
 extern char** environ;

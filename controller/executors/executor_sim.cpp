@@ -1,4 +1,4 @@
-#include "controller/executor_sim.h"
+#include "controller/executors/executor_sim.h"
 
 #include <carbon/job.h>
 

@@ -33,8 +33,8 @@
 
 #include <carbon/placement.h>
 
-#include "controller/clock.h"
-#include "controller/executor.h"
+#include "controller/core/clock.h"
+#include "controller/executors/executor.h"
 
 namespace controller {
 

@@ -1,5 +1,5 @@
 // Readers of the Kubernetes API's Job and pod answers (see k8s_answers.h).
-#include "controller/k8s_answers.h"
+#include "controller/executors/k8s_answers.h"
 
 #include <cstdint>
 #include <cstdlib>

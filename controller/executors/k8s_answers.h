@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/executor.h"
+#include "controller/executors/executor.h"
 
 namespace controller::k8s {
 

@@ -11,8 +11,8 @@
 #include <set>
 #include <sstream>
 
-#include "controller/executor_k8s.h"
-#include "controller/yaml_json.h"
+#include "controller/executors/executor_k8s.h"
+#include "controller/core/yaml_json.h"
 
 namespace controller {
 

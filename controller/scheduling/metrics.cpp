@@ -1,6 +1,6 @@
-#include "controller/metrics.h"
+#include "controller/scheduling/metrics.h"
 
-#include "controller/regions.h"
+#include "controller/config/regions.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>

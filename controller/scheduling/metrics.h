@@ -49,8 +49,8 @@
 #include <string>
 #include <vector>
 
-#include "controller/placement.h"
-#include "controller/regions.h"
+#include "controller/core/region_snapshot.h"
+#include "controller/config/regions.h"
 
 namespace controller {
 

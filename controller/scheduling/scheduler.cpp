@@ -1,11 +1,11 @@
-#include "controller/scheduler.h"
+#include "controller/scheduling/scheduler.h"
 
 #include <carbon/error.h>
 #include <carbon/hardware.h>
 #include <carbon/job.h>
 #include <carbon/scheduling_pass.h>
 
-#include "controller/decision_outcome.h"
+#include "controller/core/decision_outcome.h"
 
 #include <algorithm>
 #include <climits>

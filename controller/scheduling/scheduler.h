@@ -57,13 +57,13 @@
 #include <carbon/expected_load.h>
 #include <carbon/placement.h>
 
-#include "controller/clock.h"
-#include "controller/executor.h"
-#include "controller/metrics.h"
-#include "controller/placement.h"
-#include "controller/quota.h"
-#include "controller/regions.h"
-#include "controller/registry.h"
+#include "controller/core/clock.h"
+#include "controller/executors/executor.h"
+#include "controller/scheduling/metrics.h"
+#include "controller/core/region_snapshot.h"
+#include "controller/config/quota.h"
+#include "controller/config/regions.h"
+#include "controller/store/registry.h"
 
 namespace controller {
 

@@ -1,4 +1,4 @@
-#include "controller/registry.h"
+#include "controller/store/registry.h"
 
 #include <openssl/rand.h>
 

@@ -26,9 +26,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "controller/clock.h"
-#include "controller/job.h"
-#include "controller/store.h"
+#include "controller/core/clock.h"
+#include "controller/core/job.h"
+#include "controller/store/store.h"
 
 namespace controller {
 

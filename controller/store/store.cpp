@@ -1,4 +1,4 @@
-#include "controller/store.h"
+#include "controller/store/store.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>

@@ -62,7 +62,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/job.h"
+#include "controller/core/job.h"
 
 struct sqlite3;
 struct sqlite3_stmt;

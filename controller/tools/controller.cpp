@@ -11,10 +11,10 @@
 #include <fstream>
 #include <thread>
 
-#include "controller/api.h"
-#include "controller/config_files.h"
-#include "controller/executor_k8s.h"
-#include "controller/store.h"
+#include "controller/api/api.h"
+#include "controller/config/config_files.h"
+#include "controller/executors/executor_k8s.h"
+#include "controller/store/store.h"
 
 using namespace controller;
 

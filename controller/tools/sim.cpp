@@ -19,7 +19,7 @@
 #include <carbon/simulator.h>
 #include <carbon/trace.h>
 
-#include "controller/sim_engine.h"
+#include "controller/tools/sim_engine.h"
 
 #include <cmath>
 #include <cstdio>

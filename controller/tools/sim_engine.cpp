@@ -1,4 +1,4 @@
-#include "controller/sim_engine.h"
+#include "controller/tools/sim_engine.h"
 
 #include <carbon/forecast.h>
 
@@ -9,11 +9,11 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "controller/config_files.h"
-#include "controller/executor_sim.h"
-#include "controller/registry.h"
-#include "controller/scheduler.h"
-#include "controller/store.h"
+#include "controller/config/config_files.h"
+#include "controller/executors/executor_sim.h"
+#include "controller/store/registry.h"
+#include "controller/scheduling/scheduler.h"
+#include "controller/store/store.h"
 
 namespace controller {
 

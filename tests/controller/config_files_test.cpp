@@ -23,13 +23,13 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/api_types.h"
-#include "controller/auth.h"
-#include "controller/base64.h"
-#include "controller/config_files.h"
-#include "controller/metrics.h"
-#include "controller/placement.h"
-#include "controller/regions.h"
+#include "controller/core/api_types.h"
+#include "controller/api/auth.h"
+#include "controller/core/base64.h"
+#include "controller/config/config_files.h"
+#include "controller/scheduling/metrics.h"
+#include "controller/core/region_snapshot.h"
+#include "controller/config/regions.h"
 #include "process.h"
 
 using json = nlohmann::json;

@@ -36,7 +36,7 @@
 #include <utility>
 #include <vector>
 
-#include "controller/executor.h"
+#include "controller/executors/executor.h"
 
 namespace ctltest {
 

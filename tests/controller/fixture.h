@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/api.h"
-#include "controller/config_files.h"
+#include "controller/api/api.h"
+#include "controller/config/config_files.h"
 
 namespace ctltest {
 

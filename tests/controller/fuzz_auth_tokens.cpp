@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "controller/auth.h"
+#include "controller/api/auth.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

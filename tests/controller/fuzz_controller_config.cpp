@@ -20,8 +20,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fuzz_input.h"
-#include "controller/config_files.h"
-#include "controller/regions.h"
+#include "controller/config/config_files.h"
+#include "controller/config/regions.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto input = fuzzing::config_text(data, size);

@@ -19,8 +19,8 @@
 
 #include <unistd.h>
 
-#include "controller/api.h"
-#include "controller/config_files.h"
+#include "controller/api/api.h"
+#include "controller/config/config_files.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "controller/k8s_answers.h"
+#include "controller/executors/k8s_answers.h"
 
 using namespace controller;
 

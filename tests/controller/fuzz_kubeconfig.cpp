@@ -17,7 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fuzz_input.h"
-#include "controller/executor_k8s.h"
+#include "controller/executors/executor_k8s.h"
 
 namespace {
 std::string ca_dir() {

@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/http_edge.h"
+#include "controller/api/http_edge.h"
 #include "process.h"
 
 using json = nlohmann::json;

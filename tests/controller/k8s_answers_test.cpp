@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "controller/k8s_answers.h"
+#include "controller/executors/k8s_answers.h"
 
 namespace controller {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/spawn.h"
-#include "controller/config_files.h"
-#include "controller/scheduler.h"
+#include "controller/config/config_files.h"
+#include "controller/scheduling/scheduler.h"
 #include "fake_executor.h"
 
 using namespace controller;

@@ -8,8 +8,8 @@
 #include <carbon/trace.h>
 
 #include "common/spawn.h"
-#include "controller/sim_engine.h"
-#include "controller/store.h"
+#include "controller/tools/sim_engine.h"
+#include "controller/store/store.h"
 
 using namespace controller;
 
