@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "controller/api/api.h"
+#include "controller/executors/executor_local.h"
 
 using namespace controller;
 using SteadyClock = std::chrono::steady_clock;

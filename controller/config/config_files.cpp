@@ -1,6 +1,7 @@
 // Parsers of the carbon source and hardware files (config_files.h). The
 // carbon/-backed parts are in intensity_sources.cpp.
 #include "controller/config/config_files.h"
+#include "controller/config/intensity_sources.h"
 
 #include <yaml-cpp/yaml.h>
 

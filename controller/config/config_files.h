@@ -74,42 +74,13 @@ struct CarbonSourceConfig {
 CarbonSourceConfig load_carbon_source_file(const std::string& path);
 CarbonSourceConfig parse_carbon_source_yaml(const std::string& text, const std::string& origin);
 
-// The intensity source the configuration names, built on carbon/'s providers
-// (file: carbon::Catalog replayed; carbon-aware-sdk / electricitymaps: the
-// HTTP provider behind a carbon::StaleFallbackProvider, fetched at most every
-// refresh_seconds per zone and cached in between; a failed refresh keeps the
-// last forecast's future hours). Throws std::runtime_error naming the file
-// and key (e.g. a data_dir that does not hold the data); nullptr when built
-// without carbon/.
-std::unique_ptr<IntensitySource> make_intensity_source(const CarbonSourceConfig& config);
-
-// source: file. The catalog's series, laid end to end (period = its length)
-// with every recorded hour at its own time: inside the recorded range times
-// are used as they are, outside it the same hour of the recording is
-// replayed. forecast(zone, now_ms, horizon_h) returns horizon_h + 1 hourly
-// points from floor_hour(now_ms): the values of
-// carbon::forecast_series(*forecaster, replayed, now, horizon_h + 1) (equal to
-// it on catalog.series(zone) wherever that is defined). A forecaster named
-// perfect* is given the replayed future too; every other one only the
-// history it needs before floor_hour(now_ms) (it cannot see the future).
-// current() is the replayed value in force; stats() the forecaster's name and
-// live error per zone. make_intensity_source (source: file) and
-// make_carbon_intensity_source() (regions.h: shipped data, blend) build
-// through this. Throws std::runtime_error when forecaster is null.
-std::unique_ptr<IntensitySource> make_file_intensity_source(carbon::Catalog catalog,
-                                                            std::shared_ptr<const carbon::Forecaster> forecaster);
-
-// "" when `spec` names a carbon::make_forecaster forecaster, else the error
-// (listing the names).
-std::string forecaster_spec_error(const std::string& spec);
-
 // Sets RegionConfig::hardware from a hardware file; throws naming the file
 // and key (a region not in `regions`, an unknown profile with the known ones).
 void load_hardware_file(const std::string& path, std::vector<RegionConfig>& regions);
 void apply_hardware_yaml(const std::string& text, const std::string& origin, std::vector<RegionConfig>& regions);
 
 // Quotas (--quotas, GREENSHARD_QUOTAS_FILE): tenant -> region -> {nodes,
-// gpus} (controller/quota.h has the format and its meaning). Tenants are
+// gpus} (controller/config/quota.h has the format and its meaning). Tenants are
 // 1..63 of [a-z0-9-] (as in the tokens file), regions must be in `regions`,
 // nodes and gpus integers in [0, 1000000]; anything else is a
 // std::runtime_error naming the file and the key
@@ -117,8 +88,5 @@ void apply_hardware_yaml(const std::string& text, const std::string& origin, std
 QuotaConfig load_quota_file(const std::string& path, const std::vector<RegionConfig>& regions);
 QuotaConfig parse_quota_yaml(const std::string& text, const std::string& origin,
                              const std::vector<RegionConfig>& regions);
-
-// carbon/'s built-in hardware profile names (empty when built without carbon/).
-std::vector<std::string> known_hardware_profiles();
 
 }  // namespace controller

@@ -18,7 +18,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "controller/config/config_files.h"
+#include "controller/config/intensity_sources.h"
 
 namespace controller {
 

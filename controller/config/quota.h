@@ -5,7 +5,7 @@
 // such region waits in PENDING with a "QuotaExceeded" reason.
 //
 // Configuration (--quotas FILE, GREENSHARD_QUOTAS_FILE; the chart's
-// `quotas:` value), parsed by controller/config_files.h:
+// `quotas:` value), parsed by controller/config/config_files.h:
 //
 //   default:                 # tenants not listed below (omitted: unlimited)
 //     DE: {nodes: 1}
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/config/regions.h"
+#include "controller/core/region_config.h"
 
 namespace controller {
 

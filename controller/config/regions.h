@@ -35,54 +35,15 @@
 #include <string>
 #include <vector>
 
+#include "controller/core/region_config.h"
 #include "controller/core/region_snapshot.h"
 
 namespace controller {
-
-// Checkpoints in S3-compatible object storage (validated by
-// parse_regions_yaml; see the kubernetes: block above). Worker pods get
-// GREENSHARD_CHECKPOINT_DIR=<url>/<job-id>, AWS_ENDPOINT_URL_S3, AWS_REGION (when set),
-// and the Secret mounted read-only at /etc/greenshard/s3
-// (GREENSHARD_S3_SECRET_DIR): credentials never appear in the pod spec.
-struct S3CheckpointConfig {
-  std::string url;       // s3://bucket[/prefix], no trailing '/' ("" = not configured)
-  std::string endpoint;  // http(s)://host[:port], no trailing '/' (required with url)
-  std::string region;    // "" = the worker's default (us-east-1)
-  std::string secret;    // Secret name (DNS-1123 subdomain)
-  bool enabled() const { return !url.empty(); }
-};
 
 // Checks a checkpoint_s3 block; throws std::runtime_error
 // "<where>.<field>: <problem>" (where = "r.yaml: regions[0].kubernetes.checkpoint_s3").
 // Normalises url and endpoint (a trailing '/' is dropped).
 void validate_s3_checkpoint(S3CheckpointConfig& s3, const std::string& where);
-
-struct KubeClusterConfig {
-  std::string server;      // https://host:port or http://host:port (tests)
-  std::string ca_file;
-  std::string token;       // bearer token (read from token_file)
-  std::string token_file;
-  std::string namespace_ = "default";
-  std::string image;       // default worker image
-  std::string checkpoint_claim;  // PVC mounted at /checkpoints ("" = emptyDir)
-  S3CheckpointConfig checkpoint_s3;  // instead of the claim (both set is an error)
-  std::string queue_name;  // Kueue LocalQueue: Jobs are created suspended for Kueue
-  int rendezvous_port = 29500;
-  bool insecure_skip_verify = false;
-};
-
-struct RegionConfig {
-  std::string name;
-  double pue = 1.0;
-  int nodes = 1;
-  int gpus_per_node = 0;
-  std::string executor = "local";
-  double intensity = 400;
-  std::vector<double> hourly;  // 24 values or empty
-  std::string zone;            // a zone of the intensity source ("DE", "GB", ...)
-  std::string hardware;        // carbon/ hardware profile (hardware file), "" = none given
-  KubeClusterConfig kube;
-};
 
 // Where a region's gangs keep their checkpoints, as a comparable key, or ""
 // when that place is the region's own. The executors decide it
@@ -99,7 +60,7 @@ struct RegionConfig {
 std::string shared_checkpoint_location(const RegionConfig& region);
 
 // Intensity for regions configured with `zone:`: carbon/'s shipped data, or
-// the source of the carbon source file (controller/config_files.h).
+// the source of the carbon source file (controller/config/intensity_sources.h).
 class IntensitySource {
  public:
   virtual ~IntensitySource() = default;
@@ -127,9 +88,6 @@ class IntensitySource {
   };
   virtual std::vector<Stats> stats() const { return {}; }
 };
-// carbon/'s shipped data (source: file, forecaster blend; see
-// config_files.h) (nullptr when built without carbon/).
-std::unique_ptr<IntensitySource> make_carbon_intensity_source();
 
 struct RegionsFileOptions {
   // Where `in_cluster: true` reads the service account's token, ca.crt and

@@ -90,11 +90,4 @@ class Executor {
                                           int64_t max_bytes) = 0;
 };
 
-struct LocalExecutorOptions {
-  std::string worker_path = "greenshard-worker";
-  std::string data_dir;        // jobs live in <data_dir>/jobs/<id>/
-  std::vector<std::string> extra_args;  // appended after --config job.json
-};
-std::unique_ptr<Executor> make_local_executor(const LocalExecutorOptions& options);
-
 }  // namespace controller

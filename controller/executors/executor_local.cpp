@@ -37,7 +37,7 @@
 #include <thread>
 
 #include "worker/ca_bundle.h"
-#include "controller/executors/executor.h"
+#include "controller/executors/executor_local.h"
 #include "worker/config.h"  // kConfigErrorPrefix
 
 extern char** environ;

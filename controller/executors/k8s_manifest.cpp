@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "controller/executors/executor_k8s.h"
+#include "controller/executors/k8s_manifest.h"
 #include "controller/core/yaml_json.h"
 
 namespace controller {

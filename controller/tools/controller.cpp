@@ -13,7 +13,9 @@
 
 #include "controller/api/api.h"
 #include "controller/config/config_files.h"
+#include "controller/config/intensity_sources.h"
 #include "controller/executors/executor_k8s.h"
+#include "controller/executors/executor_local.h"
 #include "controller/store/store.h"
 
 using namespace controller;
@@ -132,7 +134,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 7 * 24 * 3600))->envname("GREENSHARD_REPLAN_SECONDS");
   app.add_option("--threads", threads, "HTTP worker threads (requests that are complete; http_edge.h)")
       ->check(CLI::Range(1, 1024));
-  // The HTTP edge (controller/http_edge.h): connections, deadlines, queues.
+  // The HTTP edge (controller/api/http_edge.h): connections, deadlines, queues.
   HttpEdgeOptions edge;
   int stream_workers = edge.stream_workers, max_queue = int(edge.max_queue),
       max_connections = int(edge.max_connections);

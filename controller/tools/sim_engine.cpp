@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "controller/config/config_files.h"
+#include "controller/config/intensity_sources.h"
 #include "controller/executors/executor_sim.h"
 #include "controller/store/registry.h"
 #include "controller/scheduling/scheduler.h"

@@ -1,4 +1,4 @@
-// The carbon source and hardware files (controller/config_files.h): parser
+// The carbon source and hardware files (controller/config/config_files.h): parser
 // tables; the files the real Helm chart renders (real helm, default values
 // and ci/multi-region-gpu-values.yaml) through the controller's real parsers;
 // and a real greenshard-controller whose Carbon Aware SDK source is an
@@ -27,6 +27,7 @@
 #include "controller/api/auth.h"
 #include "controller/core/base64.h"
 #include "controller/config/config_files.h"
+#include "controller/config/intensity_sources.h"
 #include "controller/scheduling/metrics.h"
 #include "controller/core/region_snapshot.h"
 #include "controller/config/regions.h"

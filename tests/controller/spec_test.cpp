@@ -7,6 +7,7 @@
 #include "controller/api/auth.h"
 #include "controller/core/region_snapshot.h"
 #include "controller/config/regions.h"
+#include "controller/config/intensity_sources.h"
 #include "fixture.h"
 
 using namespace controller;
