@@ -13,7 +13,7 @@
 // Rotation without a restart: an Auth's table is an immutable snapshot
 // behind a lock; replace() swaps in another whole table, so a request sees
 // the old table or the new one, never a mix. AuthReloader watches the file
-// (a FileWatch, controller/file_watch.h: an editor's or Kubernetes'
+// (a FileWatch, controller/api/file_watch.h: an editor's or Kubernetes'
 // replace-by-rename is seen) and reloads it on change and on
 // request_reload() (SIGHUP in greenshard-controller). A reload that
 // fails (unreadable file, bad line) keeps the last good table and logs one

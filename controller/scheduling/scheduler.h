@@ -14,7 +14,7 @@
 //             (it checkpointed, exited 0) ->RECOVERING without using a
 //             restart;
 //   order     pending jobs by priority (desc) then age (Registry::live_jobs);
-//   place     every PENDING job within its tenant's quota (controller/quota.h;
+//   place     every PENDING job within its tenant's quota (controller/config/quota.h;
 //             a job over it waits with "QuotaExceeded") -- and, every replan_period, every
 //             SCHEDULED job whose first window has not opened, its
 //             reservation released first -- in ONE carbon::schedule_pass
@@ -85,7 +85,7 @@ struct SchedulerOptions {
   // Capacity pricing from the store's load history (spatio-temporal only).
   bool learn_expected_load = true;
   double load_learning_rate = 0.3;
-  // Tenant quotas (controller/quota.h); empty: none.
+  // Tenant quotas (controller/config/quota.h); empty: none.
   QuotaConfig quotas;
 
   static carbon::PlacementOptions default_placement() {

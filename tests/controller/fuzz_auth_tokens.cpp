@@ -1,4 +1,4 @@
-// libFuzzer target for the tokens file (controller/auth.cpp Auth::from_text,
+// libFuzzer target for the tokens file (controller/api/auth.cpp Auth::from_text,
 // the parser behind Auth::load_file and AuthReloader), then authenticate()
 // on every line's first field as a bearer token. Parsing may only throw
 // std::runtime_error; authenticate() only ApiError 401/403.

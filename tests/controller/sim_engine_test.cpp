@@ -1,5 +1,5 @@
 // The service engine of the simulator: the controller's own Scheduler
-// replaying a trace (controller/sim_engine.h) must make the decisions the
+// replaying a trace (controller/tools/sim_engine.h) must make the decisions the
 // library engine (carbon::simulate) makes on the same trace and forecast.
 #include <gtest/gtest.h>
 
