@@ -17,7 +17,7 @@
 //    blocks of two weeks on two threads. The table gets a row for it and a
 //    column vs_bound = each policy's saving / the bound's saving.
 // 1b. Replays the same trace through the controller's own Scheduler (the
-//    service engine, controller/sim_engine.h: ManualClock, in-memory SQLite
+//    service engine, controller/tools/sim_engine.h: ManualClock, in-memory SQLite
 //    store, simulated gangs), FIFO and spatio-temporal, and compares with the
 //    library engine: the service runs exactly the policy this bench measures.
 // 1c. Elastic and migratable: the same trace with every job elastic between
@@ -47,8 +47,8 @@
 #include "carbon/placement.h"
 #include "carbon/simulator.h"
 #include "carbon/trace.h"
-#include "controller/scheduler.h"
-#include "controller/sim_engine.h"
+#include "controller/scheduling/scheduler.h"
+#include "controller/tools/sim_engine.h"
 
 #include <algorithm>
 #include <chrono>

@@ -72,7 +72,8 @@
 #include <thread>
 #include <vector>
 
-#include "controller/api.h"
+#include "controller/api/api.h"
+#include "controller/executors/executor_local.h"
 
 using namespace controller;
 using SteadyClock = std::chrono::steady_clock;

@@ -41,7 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "worker/ca_bundle.h"
-#include "controller/yaml_json.h"
+#include "controller/core/yaml_json.h"
 
 #include <cctype>
 #include <cerrno>

@@ -3,7 +3,7 @@
 //
 // Two engines: `library` runs carbon::simulate (every policy and the
 // oracle); `service` replays the trace through the controller's own
-// Scheduler (controller/sim_engine.h: the code the service runs), for every
+// Scheduler (controller/tools/sim_engine.h: the code the service runs), for every
 // policy but the oracle, which stays the library's lower bound. `both` runs
 // the library's rows, then the service's.
 //
@@ -19,7 +19,7 @@
 #include <carbon/simulator.h>
 #include <carbon/trace.h>
 
-#include "controller/sim_engine.h"
+#include "controller/tools/sim_engine.h"
 
 #include <cmath>
 #include <cstdio>

@@ -12,7 +12,7 @@ For each dashboard JSON file:
     non-empty PromQL `expr` whose brackets, braces and quotes balance;
   - every metric name in an expr or variable query is one the project exports:
     the tables of docs/metrics.md (workers) or the .Name("...") calls of
-    controller/metrics.cpp (controller); _bucket/_sum/_count only on
+    controller/scheduling/metrics.cpp (controller); _bucket/_sum/_count only on
     histograms; every function is a PromQL function;
   - every $variable in an expr is defined (or one of Grafana's $__ builtins).
 
@@ -63,7 +63,7 @@ def known_metrics(repo: Path):
     doc = (repo / "docs" / "metrics.md").read_text(encoding="utf-8")
     for m in re.finditer(r"^\|\s*`(greenshard_[a-z0-9_]+)`\s*\|\s*([a-z]+)\s*\|", doc, re.M):
         out[m.group(1)] = m.group(2)
-    src = (repo / "controller" / "metrics.cpp").read_text(encoding="utf-8")
+    src = (repo / "controller" / "scheduling" / "metrics.cpp").read_text(encoding="utf-8")
     for m in re.finditer(r"Build(Counter|Gauge|Histogram|Summary)\(\)\s*\.Name\(\"([a-zA-Z0-9_:]+)\"\)", src):
         out[m.group(2)] = m.group(1).lower()
     return out
@@ -159,7 +159,7 @@ def check_expr(where, expr, metrics, variables, problems):
             if tok.endswith(s) and tok[: -len(s)] in metrics:
                 base, suffix = tok[: -len(s)], s
         if base not in metrics:
-            problems.append(f"{where}: metric {tok} is not in docs/metrics.md or controller/metrics.cpp")
+            problems.append(f"{where}: metric {tok} is not in docs/metrics.md or controller/scheduling/metrics.cpp")
         elif suffix and metrics[base] not in ("histogram", "summary"):
             problems.append(f"{where}: {tok}: {base} is a {metrics[base]}, not a histogram")
         elif not suffix and metrics[base] == "histogram":

@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "controller/base64.h"
-#include "controller/openapi.h"
+#include "controller/core/base64.h"
+#include "controller/api/openapi.h"
 #include "fixture.h"
 
 using namespace controller;

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/spawn.h"
-#include "controller/auth.h"
+#include "controller/api/auth.h"
 #include "process.h"
 
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
-// The carbon source and hardware files (controller/config_files.h): parser
+// The carbon source and hardware files (controller/config/config_files.h): parser
 // tables; the files the real Helm chart renders (real helm, default values
 // and ci/multi-region-gpu-values.yaml) through the controller's real parsers;
 // and a real greenshard-controller whose Carbon Aware SDK source is an
@@ -23,13 +23,14 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/api_types.h"
-#include "controller/auth.h"
-#include "controller/base64.h"
-#include "controller/config_files.h"
-#include "controller/metrics.h"
-#include "controller/placement.h"
-#include "controller/regions.h"
+#include "controller/core/api_types.h"
+#include "controller/api/auth.h"
+#include "controller/core/base64.h"
+#include "controller/config/config_files.h"
+#include "controller/config/intensity_sources.h"
+#include "controller/scheduling/metrics.h"
+#include "controller/core/region_snapshot.h"
+#include "controller/config/regions.h"
 #include "process.h"
 
 using json = nlohmann::json;

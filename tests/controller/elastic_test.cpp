@@ -14,8 +14,8 @@
 #include <regex>
 
 #include "common/spawn.h"
-#include "controller/executor_sim.h"
-#include "controller/scheduler.h"
+#include "controller/executors/executor_sim.h"
+#include "controller/scheduling/scheduler.h"
 #include "fake_executor.h"
 #include "fixture.h"
 

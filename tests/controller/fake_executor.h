@@ -1,7 +1,7 @@
 // FakeExecutor: a scripted controller::Executor for scheduler tests, so the
 // scheduler's state logic is tested without launching gangs.
 //
-// Contract (controller/executor.h's, played from a script):
+// Contract (controller/executors/executor.h's, played from a script):
 //   - script(job_id, statuses): every poll() of that job returns the next
 //     status of the list; the last one repeats. A job started or adopted
 //     without a script polls kRunning. A job never started nor adopted polls
@@ -36,7 +36,7 @@
 #include <utility>
 #include <vector>
 
-#include "controller/executor.h"
+#include "controller/executors/executor.h"
 
 namespace ctltest {
 

@@ -12,8 +12,9 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/api.h"
-#include "controller/config_files.h"
+#include "controller/api/api.h"
+#include "controller/config/config_files.h"
+#include "controller/executors/executor_local.h"
 
 namespace ctltest {
 
@@ -40,7 +41,7 @@ struct Options {
       "regions:\n  - {name: DE, nodes: 2, intensity: 300, pue: 1.2}\n  - {name: FR, nodes: 1, intensity: 50}\n";
   int64_t backoff_ms = 50;
   int64_t grace_ms = 2000;
-  std::string quotas_yaml;  // controller/quota.h; empty: no quotas
+  std::string quotas_yaml;  // controller/config/quota.h; empty: no quotas
 };
 
 class Controller {

@@ -8,18 +8,18 @@
 # Targets (FUZZER, default fuzz_parsers; source tests/controller/<FUZZER>.cpp,
 # seeds tests/controller/fuzz_corpus/<FUZZER>/, fuzz_parsers: the files
 # directly in fuzz_corpus/):
-#   fuzz_parsers             REST job spec + worker status bodies (controller/api_types.cpp, job.cpp)
+#   fuzz_parsers             REST job spec + worker status bodies (controller/core/api_types.cpp, job.cpp)
 #   fuzz_worker_config       worker job spec: apply_config_text + validate (worker/config.cpp)
 #   fuzz_checkpoint_manifest checkpoint manifest.txt + rank_<r>.crc (shard/src/checkpoint_manifest.cpp)
 #   fuzz_carbon_csv          intensity CSV (carbon/src/csv_provider.cpp)
 #   fuzz_provider_json       Carbon Aware SDK + Electricity Maps answers (carbon/src/*provider.cpp)
-#   fuzz_controller_config   regions.yaml, carbon-source, hardware and quotas YAML (controller/regions.cpp, config_files.cpp, quota.cpp)
-#   fuzz_kubeconfig          kubeconfig + worker-defaults.yaml (controller/executor_k8s.cpp)
-#   fuzz_k8s_answers         the Kubernetes API's Job and pod answers and their verdict (controller/k8s_answers.cpp)
-#   fuzz_auth_tokens         the tokens file (controller/auth.cpp)
+#   fuzz_controller_config   regions.yaml, carbon-source, hardware and quotas YAML (controller/config/regions.cpp, config_files.cpp, quota.cpp)
+#   fuzz_kubeconfig          kubeconfig + worker-defaults.yaml (controller/executors/executor_k8s.cpp)
+#   fuzz_k8s_answers         the Kubernetes API's Job and pod answers and their verdict (controller/executors/k8s_answers.cpp)
+#   fuzz_auth_tokens         the tokens file (controller/api/auth.cpp)
 #   fuzz_token_file          the worker's token-file header (worker/data.cpp TokenFile)
 #   fuzz_http_request        whole requests as raw bytes: the HTTP edge's framing and every route
-#                            (controller/http_edge.cpp, api.cpp, api_types.cpp, job.cpp) on a real store
+#                            (controller/api/http_edge.cpp, api.cpp, api_types.cpp, job.cpp) on a real store
 # scripts/fuzz.sh runs the same builds for long campaigns (-DRUN=OFF builds only).
 if(NOT DEFINED FUZZER OR FUZZER STREQUAL "")
   set(FUZZER fuzz_parsers)
@@ -36,7 +36,7 @@ separate_arguments(httplib_flags UNIX_COMMAND "${httplib_flags}")
 set(extra_flags "")
 set(link_libs "")
 if(FUZZER STREQUAL "fuzz_parsers")
-  set(sources controller/api_types.cpp controller/job.cpp controller/yaml_json.cpp worker/config.cpp
+  set(sources controller/core/api_types.cpp controller/core/job.cpp controller/core/yaml_json.cpp worker/config.cpp
               carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
   set(link_libs -lcrypto -lyaml-cpp)
 elseif(FUZZER STREQUAL "fuzz_worker_config")
@@ -57,23 +57,23 @@ elseif(FUZZER STREQUAL "fuzz_provider_json")
   set(extra_flags ${httplib_flags})
   set(link_libs -lcpp-httplib -lssl -lcrypto)
 elseif(FUZZER STREQUAL "fuzz_controller_config")
-  set(sources controller/regions.cpp controller/config_files.cpp controller/quota.cpp)
+  set(sources controller/config/regions.cpp controller/config/config_files.cpp controller/config/quota.cpp)
   set(extra_flags ${httplib_flags})
   set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_kubeconfig")
-  set(sources controller/executor_k8s.cpp controller/base64.cpp)
+  set(sources controller/executors/executor_k8s.cpp controller/core/base64.cpp)
   set(extra_flags ${httplib_flags})
   set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_k8s_answers")
-  set(sources controller/k8s_answers.cpp)
+  set(sources controller/executors/k8s_answers.cpp)
   set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_auth_tokens")
   # sha256_hex and ApiError live in api_types.cpp (and what it needs).
-  set(sources controller/auth.cpp controller/file_watch.cpp controller/api_types.cpp controller/job.cpp
-              controller/yaml_json.cpp worker/config.cpp carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
+  set(sources controller/api/auth.cpp controller/api/file_watch.cpp controller/core/api_types.cpp controller/core/job.cpp
+              controller/core/yaml_json.cpp worker/config.cpp carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
   set(link_libs -lcrypto -lyaml-cpp)
 elseif(FUZZER STREQUAL "fuzz_http_request")
-  set(sources controller/http_edge.cpp controller/api.cpp controller/api_types.cpp controller/job.cpp)
+  set(sources controller/api/http_edge.cpp controller/api/api.cpp controller/core/api_types.cpp controller/core/job.cpp)
   set(extra_flags ${httplib_flags})
   set(link_libs ${LIBS} ${system_libs})
 elseif(FUZZER STREQUAL "fuzz_token_file")

@@ -1,4 +1,4 @@
-// libFuzzer target for the tokens file (controller/auth.cpp Auth::from_text,
+// libFuzzer target for the tokens file (controller/api/auth.cpp Auth::from_text,
 // the parser behind Auth::load_file and AuthReloader), then authenticate()
 // on every line's first field as a bearer token. Parsing may only throw
 // std::runtime_error; authenticate() only ApiError 401/403.
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "controller/auth.h"
+#include "controller/api/auth.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

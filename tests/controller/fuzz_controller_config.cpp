@@ -1,6 +1,6 @@
 // libFuzzer target for the controller's configuration files: regions.yaml
-// (controller/regions.cpp parse_regions_yaml), the carbon source file and the
-// hardware file and the quotas file (controller/config_files.cpp
+// (controller/config/regions.cpp parse_regions_yaml), the carbon source file and the
+// hardware file and the quotas file (controller/config/config_files.cpp
 // parse_carbon_source_yaml, apply_hardware_yaml, parse_quota_yaml). The
 // first byte picks the parser. Each may only throw
 // std::runtime_error naming the file (a YAML::Exception escaping, or any
@@ -20,8 +20,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fuzz_input.h"
-#include "controller/config_files.h"
-#include "controller/regions.h"
+#include "controller/config/config_files.h"
+#include "controller/config/regions.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto input = fuzzing::config_text(data, size);

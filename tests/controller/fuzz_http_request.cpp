@@ -1,7 +1,7 @@
 // libFuzzer target for the whole request path: raw bytes, as one connection
-// sent them, through the HTTP edge's framing (controller/http_edge.cpp) and
+// sent them, through the HTTP edge's framing (controller/api/http_edge.cpp) and
 // the API's routes, authentication, parsers and renderers
-// (controller/api.cpp) to the bytes written back. A real store (SQLite in a
+// (controller/api/api.cpp) to the bytes written back. A real store (SQLite in a
 // temporary directory), registry and scheduler stand behind it; the only
 // shortcut is a fixed tokens file (user, admin and worker tokens that the
 // seeds use). The scheduler never cycles, so nothing is launched.
@@ -19,8 +19,9 @@
 
 #include <unistd.h>
 
-#include "controller/api.h"
-#include "controller/config_files.h"
+#include "controller/api/api.h"
+#include "controller/config/config_files.h"
+#include "controller/executors/executor_local.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // libFuzzer target for the readers of the Kubernetes API's answers about a
-// gang (controller/k8s_answers.cpp: the code the Kubernetes executor runs on
+// gang (controller/executors/k8s_answers.cpp: the code the Kubernetes executor runs on
 // every Job and pod-list body it gets, with no HTTP in between): parse_object,
 // read_job, read_pods, first_pod_name and decide().
 // Input: byte 0 picks the Job's HTTP status (bits 0-1: 200, 404, 500, no
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "controller/k8s_answers.h"
+#include "controller/executors/k8s_answers.h"
 
 using namespace controller;
 

@@ -1,5 +1,5 @@
 // libFuzzer target for the Kubernetes executor's input parsers
-// (controller/executor_k8s.cpp): the kubeconfig (parse_kubeconfig; inline
+// (controller/executors/executor_k8s.cpp): the kubeconfig (parse_kubeconfig; inline
 // CA data is written to a private temporary directory) and
 // worker-defaults.yaml (parse_worker_defaults). The first byte picks the
 // parser. Both may only throw std::runtime_error. Inputs naming /dev, /proc
@@ -17,7 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fuzz_input.h"
-#include "controller/executor_k8s.h"
+#include "controller/executors/executor_k8s.h"
 
 namespace {
 std::string ca_dir() {

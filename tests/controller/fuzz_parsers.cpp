@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "controller/api_types.h"
-#include "controller/job.h"
+#include "controller/core/api_types.h"
+#include "controller/core/job.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

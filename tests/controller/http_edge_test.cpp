@@ -1,4 +1,4 @@
-// The HTTP edge (controller/http_edge.h): request framing as a table keyed
+// The HTTP edge (controller/api/http_edge.h): request framing as a table keyed
 // by a sentence; the edge itself on real loopback sockets with a router of
 // the test's (deadlines, the connection cap, the bounded queue, the stream
 // pool, pipelining, 100-continue); and the real greenshard-controller
@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/http_edge.h"
+#include "controller/api/http_edge.h"
 #include "process.h"
 
 using json = nlohmann::json;

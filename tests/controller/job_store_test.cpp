@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/registry.h"
-#include "controller/store.h"
+#include "controller/store/registry.h"
+#include "controller/store/store.h"
 
 using namespace controller;
 

@@ -1,4 +1,4 @@
-// The readers of the Kubernetes API's answers (controller/k8s_answers.h), on
+// The readers of the Kubernetes API's answers (controller/executors/k8s_answers.h), on
 // bodies no well-behaved API server sends: wrong types, numbers past int,
 // bodies that are not objects. The mapping on well-formed answers is the
 // KubeGangEnd table in k8s_test.cpp (through the executor and a fake API
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "controller/k8s_answers.h"
+#include "controller/executors/k8s_answers.h"
 
 namespace controller {
 namespace {

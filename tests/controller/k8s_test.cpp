@@ -24,10 +24,10 @@
 #include <sstream>
 
 #include "common/spawn.h"
-#include "controller/base64.h"
-#include "controller/executor_k8s.h"
-#include "controller/scheduler.h"
-#include "controller/store.h"
+#include "controller/core/base64.h"
+#include "controller/executors/executor_k8s.h"
+#include "controller/scheduling/scheduler.h"
+#include "controller/store/store.h"
 #include "fake_executor.h"
 
 using namespace controller;

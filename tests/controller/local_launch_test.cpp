@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/executor.h"
+#include "controller/executors/executor_local.h"
 
 namespace {
 

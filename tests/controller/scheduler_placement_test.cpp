@@ -11,8 +11,8 @@
 #include <regex>
 
 #include "common/spawn.h"
-#include "controller/config_files.h"
-#include "controller/scheduler.h"
+#include "controller/config/config_files.h"
+#include "controller/scheduling/scheduler.h"
 #include "fake_executor.h"
 
 using namespace controller;

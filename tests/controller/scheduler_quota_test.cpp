@@ -1,4 +1,4 @@
-// Tenant quotas and preemption (controller/quota.h, Scheduler::preempt), as
+// Tenant quotas and preemption (controller/config/quota.h, Scheduler::preempt), as
 // a table of sentences: quota x priority x interruptible -> outcome. The
 // scheduler runs its real cycle on an injected clock; gangs are a
 // FakeExecutor's (a stopped gang reports it checkpointed, as the worker
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/spawn.h"
-#include "controller/config_files.h"
-#include "controller/scheduler.h"
+#include "controller/config/config_files.h"
+#include "controller/scheduling/scheduler.h"
 #include "fake_executor.h"
 
 using namespace controller;

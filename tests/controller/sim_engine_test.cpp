@@ -1,5 +1,5 @@
 // The service engine of the simulator: the controller's own Scheduler
-// replaying a trace (controller/sim_engine.h) must make the decisions the
+// replaying a trace (controller/tools/sim_engine.h) must make the decisions the
 // library engine (carbon::simulate) makes on the same trace and forecast.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <carbon/trace.h>
 
 #include "common/spawn.h"
-#include "controller/sim_engine.h"
-#include "controller/store.h"
+#include "controller/tools/sim_engine.h"
+#include "controller/store/store.h"
 
 using namespace controller;
 

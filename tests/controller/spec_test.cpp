@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "common/spawn.h"
-#include "controller/api_types.h"
-#include "controller/auth.h"
-#include "controller/placement.h"
-#include "controller/regions.h"
+#include "controller/core/api_types.h"
+#include "controller/api/auth.h"
+#include "controller/core/region_snapshot.h"
+#include "controller/config/regions.h"
+#include "controller/config/intensity_sources.h"
 #include "fixture.h"
 
 using namespace controller;

@@ -1,4 +1,4 @@
-// The built-in status page (controller/status_page.h) on a real controller on
+// The built-in status page (controller/api/status_page.h) on a real controller on
 // loopback: served at / without a token and self-contained; then loaded in
 // Debian's headless Chromium, which must show a submitted job's row and one
 // intensity chart per region with the placed windows shaded, show a refused

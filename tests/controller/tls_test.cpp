@@ -23,8 +23,8 @@
 #include <thread>
 
 #include "common/spawn.h"
-#include "controller/api_types.h"
-#include "controller/executor_k8s.h"
+#include "controller/core/api_types.h"
+#include "controller/executors/executor_k8s.h"
 #include "process.h"
 #include "worker/config.h"
 #include "worker/status.h"

@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 
-#include "controller/decision_outcome.h"
-#include "controller/job.h"
-#include "controller/openapi.h"
+#include "controller/core/decision_outcome.h"
+#include "controller/core/job.h"
+#include "controller/api/openapi.h"
 
 namespace {
 

@@ -95,7 +95,7 @@ struct PolicyResult {
 PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, SimPolicy policy);
 
 // Scores placements made by another engine over the same trace and config
-// (the controller's own scheduler replaying the trace: controller/sim_engine.h):
+// (the controller's own scheduler replaying the trace: controller/tools/sim_engine.h):
 // outcomes[i] must hold job i's region and run windows (job_id,
 // expected_grams and fallback as that engine saw them); grams are counted on
 // the actual series exactly as simulate() counts its own. Throws CarbonError

@@ -1,0 +1,3 @@
+// Fixture: api may include core (allowed).
+#pragma once
+#include "controller/core/own.h"

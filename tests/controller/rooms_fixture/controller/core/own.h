@@ -1,0 +1,2 @@
+// Fixture: a room's own header (allowed).
+#pragma once
