@@ -2,6 +2,7 @@
 // carbon/-backed parts are in intensity_sources.cpp.
 #include "controller/config/config_files.h"
 #include "controller/config/intensity_sources.h"
+#include "controller/core/yaml_json.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -50,18 +51,11 @@ YAML::Node load_map(const std::string& text, const std::string& origin) {
 }
 
 std::string scalar(const YAML::Node& v, const std::string& where) {
-  if (!v.IsScalar()) throw std::runtime_error(where + ": expected a string");
-  return v.as<std::string>();
+  return yaml_scalar<std::string>(v, where, "expected a string");
 }
 
 int integer(const YAML::Node& v, const std::string& where, int lo, int hi) {
-  long long x = 0;
-  try {
-    if (!v.IsScalar()) throw YAML::Exception(YAML::Mark(), "");
-    x = v.as<long long>();
-  } catch (const YAML::Exception&) {
-    throw std::runtime_error(where + ": expected an integer");
-  }
+  const long long x = yaml_scalar<long long>(v, where, "expected an integer");
   if (x < lo || x > hi)
     throw std::runtime_error(where + ": must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                              "], got " + std::to_string(x));
@@ -69,12 +63,7 @@ int integer(const YAML::Node& v, const std::string& where, int lo, int hi) {
 }
 
 bool boolean(const YAML::Node& v, const std::string& where) {
-  if (v.IsScalar()) {
-    const std::string t = v.Scalar();
-    if (t == "true") return true;
-    if (t == "false") return false;
-  }
-  throw std::runtime_error(where + ": expected true or false");
+  return yaml_scalar<bool>(v, where, "expected true or false");
 }
 
 }  // namespace

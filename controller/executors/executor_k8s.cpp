@@ -14,6 +14,7 @@
 #include "controller/executors/executor_k8s.h"
 
 #include "controller/core/base64.h"
+#include "controller/core/yaml_json.h"
 #include "controller/executors/k8s_answers.h"
 #include "worker/ca_bundle.h"
 
@@ -272,8 +273,7 @@ std::string trim(std::string s) {
 }
 
 std::string scalar(const YAML::Node& n, const std::string& path) {
-  if (!n || !n.IsScalar()) throw std::runtime_error(path + ": expected a string");
-  return n.as<std::string>();
+  return yaml_scalar<std::string>(n, path, "expected a string");
 }
 
 // The entry of a kubeconfig list (clusters, contexts, users) with that name.
@@ -356,10 +356,8 @@ KubeClusterConfig parse_kubeconfig(const std::string& text, const std::string& o
       k.ca_file = write_ca(*pem, ca_dir);
     }
     if (cl["insecure-skip-tls-verify"]) {
-      const std::string v = scalar(cl["insecure-skip-tls-verify"], clpath + ".insecure-skip-tls-verify");
-      if (v != "true" && v != "false")
-        throw std::runtime_error(clpath + ".insecure-skip-tls-verify: expected true or false");
-      k.insecure_skip_verify = v == "true";
+      k.insecure_skip_verify =
+          yaml_scalar<bool>(cl["insecure-skip-tls-verify"], clpath + ".insecure-skip-tls-verify", "expected true or false");
     }
 
     const YAML::Node u = named(root, "users", user_name, "user");
