@@ -46,6 +46,7 @@
 #include "carbon/lp_bound.h"
 #include "carbon/placement.h"
 #include "carbon/simulator.h"
+#include "carbon/time_ms.h"
 #include "carbon/trace.h"
 #include "controller/scheduling/scheduler.h"
 #include "controller/tools/sim_engine.h"
@@ -191,7 +192,7 @@ int main(int argc, char** argv) {
   // Not-yet-started jobs are re-planned every hour, as the controller does
   // by default (SchedulerOptions::replan_period_ms, --replan-seconds).
   const controller::SchedulerOptions service_defaults;
-  cfg.replan_every = Hours{service_defaults.replan_period_ms / 3600000};
+  cfg.replan_every = Hours{service_defaults.replan_period_ms / carbon::kHourMs};
   TraceOptions to;
   to.seed = o.seed;
   to.regions = cat.ids();

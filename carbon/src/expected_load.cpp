@@ -1,6 +1,7 @@
 #include "carbon/expected_load.h"
 
 #include "carbon/error.h"
+#include "carbon/time_ms.h"
 
 #include <cmath>
 #include <string>
@@ -13,10 +14,9 @@ ExpectedLoad::ExpectedLoad(double learning_rate) : rate_(learning_rate), load_(1
 }
 
 int ExpectedLoad::hour_of_week(Time t) {
-  auto floor_div = [](long long a, long long b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); };
-  const long long h = floor_div(to_unix(t), 3600);
-  const long long day = ((floor_div(h, 24) % 7) + 7) % 7;   // 1970-01-01 was a Thursday: day 0 = Thursday
-  const long long hod = h - floor_div(h, 24) * 24;
+  const long long h = std::chrono::floor<Hours>(t).time_since_epoch().count();  // hours since the epoch
+  const long long day = floor_mod(floor_div(h, kHoursPerDay), 7);  // 1970-01-01 was a Thursday: day 0 = Thursday
+  const long long hod = floor_mod(h, kHoursPerDay);
   return static_cast<int>(((day + 3) % 7) * 24 + hod);   // Monday 00:00 = 0
 }
 

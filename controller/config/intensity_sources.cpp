@@ -20,15 +20,15 @@
 
 #include "controller/config/intensity_sources.h"
 
+#include "carbon/time_ms.h"
+
 namespace controller {
 
 namespace {
 
-constexpr int64_t kHourMs = 3600 * 1000;
-
-int64_t floor_hour_ms(int64_t ms) { return (ms >= 0 ? ms / kHourMs : (ms - kHourMs + 1) / kHourMs) * kHourMs; }
-
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+using carbon::floor_hour_ms;
+using carbon::hours_of_ms;
+using carbon::kHourMs;
 
 bool sees_future(const carbon::Forecaster& f) { return f.name().rfind("perfect", 0) == 0; }
 
@@ -42,7 +42,7 @@ class FileSource final : public IntensitySource {
   std::vector<ForecastPoint> forecast(const std::string& zone, int64_t now_ms, int horizon_h) const override {
     if (horizon_h < 0) throw std::runtime_error("forecast: horizon_h must be >= 0");
     const carbon::IntensitySeries& s = series(zone);
-    const int64_t h0 = floor_div(now_ms, kHourMs);  // hours since the epoch
+    const int64_t h0 = hours_of_ms(now_ms);  // hours since the epoch
     const int n_out = horizon_h + 1;
     // The forecaster gets the history it needs before h0 and, only when it is
     // allowed to read the future (perfect*, replay), the hours it forecasts.
@@ -67,7 +67,7 @@ class FileSource final : public IntensitySource {
   }
 
   double current(const std::string& zone, int64_t now_ms) const override {
-    return replayed(series(zone), floor_div(now_ms, kHourMs));
+    return replayed(series(zone), hours_of_ms(now_ms));
   }
 
  private:
@@ -143,7 +143,7 @@ class TrackedSource final : public IntensitySource {
 
   void record(const std::string& zone, int64_t now_ms, const std::vector<ForecastPoint>& pts,
               std::optional<double> now_value) const {
-    const int64_t h = floor_div(now_ms, kHourMs);
+    const int64_t h = hours_of_ms(now_ms);
     std::lock_guard<std::mutex> l(mu_);
     Zone& z = zones_[zone];
     if (h < z.issued_h) {  // the clock went back: start over
@@ -218,7 +218,7 @@ class LiveSource final : public IntensitySource {
   };
 
   void refresh(const std::string& zone, int64_t now_ms, Entry& e) const {
-    const carbon::Time now = carbon::from_unix(now_ms / 1000);
+    const carbon::Time now = carbon::time_of_ms(now_ms);
     const int64_t h0 = floor_hour_ms(now_ms);
     e.fetched = true;
     e.fetched_ms = now_ms;

@@ -1,7 +1,9 @@
 #include "controller/config/regions.h"
 #include "controller/executors/executor_k8s.h"
+#include "controller/core/yaml_json.h"
 #include "shard/object_store_url.h"
 
+#include <carbon/time_ms.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -33,11 +35,7 @@ std::string trim_nl(std::string s) {
 
 template <class T>
 T as(const YAML::Node& n, const std::string& where) {
-  try {
-    return n.as<T>();
-  } catch (const YAML::Exception&) {
-    throw std::runtime_error(where + ": wrong type");
-  }
+  return yaml_scalar<T>(n, where, "wrong type");
 }
 
 void drop_trailing_slashes(std::string& s, size_t keep) {
@@ -185,7 +183,7 @@ namespace {
 // The `intensity:` / `hourly:` value of a region at t_ms.
 double profile_value(const RegionConfig& r, int64_t t_ms) {
   if (r.hourly.empty()) return r.intensity;
-  return r.hourly[size_t((t_ms / (3600 * 1000)) % 24)];
+  return r.hourly[size_t(carbon::hour_of_day_ms(t_ms))];
 }
 }  // namespace
 
@@ -193,7 +191,7 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
                                              const std::map<std::string, int>& used,
                                              int64_t now_ms, int horizon_h,
                                              const IntensitySource* source) {
-  constexpr int64_t kHour = 3600 * 1000;
+  using carbon::kHourMs;
   std::vector<RegionSnapshot> out;
   for (const auto& r : regions) {
     RegionSnapshot s;
@@ -225,8 +223,8 @@ std::vector<RegionSnapshot> snapshot_regions(const std::vector<RegionConfig>& re
       }
     } else {
       s.intensity_now = at(now_ms);
-      int64_t h0 = (now_ms / kHour) * kHour;
-      for (int h = 0; h <= horizon_h; ++h) s.forecast.push_back({h0 + h * kHour, at(h0 + h * kHour)});
+      const int64_t h0 = carbon::floor_hour_ms(now_ms);
+      for (int h = 0; h <= horizon_h; ++h) s.forecast.push_back({h0 + h * kHourMs, at(h0 + h * kHourMs)});
     }
     out.push_back(std::move(s));
   }
@@ -250,9 +248,9 @@ double intensity_in_force(const RegionConfig& r, int64_t now_ms, const Intensity
 }
 
 double forecast_value_at(const RegionSnapshot& r, int64_t t) {
-  constexpr int64_t kHour = 3600 * 1000;
+  using carbon::kHourMs;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (r.forecast.empty() || t < r.forecast.front().time_ms || t >= r.forecast.back().time_ms + kHour) return nan;
+  if (r.forecast.empty() || t < r.forecast.front().time_ms || t >= r.forecast.back().time_ms + kHourMs) return nan;
   double v = nan;
   for (const auto& p : r.forecast) {
     if (p.time_ms > t) break;

@@ -4,6 +4,7 @@
 #include "worker/config.h"
 
 #include <carbon/job.h>
+#include <carbon/time_ms.h>
 
 #include <openssl/sha.h>
 #include <yaml-cpp/depthguard.h>
@@ -486,7 +487,7 @@ std::optional<int64_t> parse_rfc3339(std::string_view s) {
   unsigned doy = (153 * (M + (M > 2 ? -3 : 9)) + 2) / 5 + D - 1;
   unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   int64_t days = int64_t(era) * 146097 + int64_t(doe) - 719468;
-  int64_t ms = ((days * 24 + h) * 60 + mi) * 60000LL + sec * 1000LL;
+  int64_t ms = ((days * 24 + h) * 60 + mi) * carbon::kMinuteMs + sec * carbon::kSecondMs;
   if (m[7].matched) {
     std::string frac = m[7].str().substr(1);
     while (frac.size() < 3) frac += '0';
@@ -494,20 +495,20 @@ std::optional<int64_t> parse_rfc3339(std::string_view s) {
   }
   std::string tz = m[8].str();
   if (tz != "Z" && tz != "z") {
-    int off = (std::stoi(tz.substr(1, 2)) * 60 + std::stoi(tz.substr(4, 2))) * 60000;
+    const int64_t off = (std::stoi(tz.substr(1, 2)) * 60 + std::stoi(tz.substr(4, 2))) * carbon::kMinuteMs;
     ms -= tz[0] == '+' ? off : -off;
   }
   return ms;
 }
 
 std::string format_rfc3339(int64_t unix_ms) {
-  std::time_t t = std::time_t(unix_ms / 1000);
+  std::time_t t = std::time_t(carbon::seconds_of_ms(unix_ms));
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[40];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                int(unix_ms % 1000));
+                carbon::millis_of_second(unix_ms));
   return buf;
 }
 

@@ -2,6 +2,8 @@
 
 #include "controller/config/regions.h"
 
+#include <carbon/time_ms.h>
+
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -148,7 +150,7 @@ void Metrics::set_region_intensities(const std::vector<RegionSnapshot>& regions,
   for (const auto& r : regions) {
     set_intensity(r.name, r.intensity_now);
     for (int h : kForecastHorizonsH)
-      set_intensity_forecast(r.name, std::to_string(h) + "h", forecast_value_at(r, now_ms + int64_t(h) * 3600 * 1000));
+      set_intensity_forecast(r.name, std::to_string(h) + "h", forecast_value_at(r, now_ms + h * carbon::kHourMs));
   }
 }
 void Metrics::set_forecast_stats(const std::vector<RegionConfig>& regions, const IntensitySource& source) {

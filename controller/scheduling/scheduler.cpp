@@ -4,6 +4,7 @@
 #include <carbon/hardware.h>
 #include <carbon/job.h>
 #include <carbon/scheduling_pass.h>
+#include <carbon/time_ms.h>
 
 #include "controller/core/decision_outcome.h"
 
@@ -23,11 +24,8 @@ namespace {
 using Fn = std::function<bool(Job&)>;
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr int64_t kHourMs = 3600 * 1000;
-
-int64_t floor_hour_ms(int64_t ms) { return (ms >= 0 ? ms / kHourMs : (ms - kHourMs + 1) / kHourMs) * kHourMs; }
-carbon::Time to_time(int64_t ms) { return carbon::from_unix(ms >= 0 ? ms / 1000 : (ms - 999) / 1000); }
-int64_t to_ms(carbon::Time t) { return carbon::to_unix(t) * 1000; }
+using carbon::floor_hour_ms;
+using carbon::kHourMs;
 
 // Applies per-job changes in one store transaction; returns the ids of the
 // jobs that changed.
@@ -141,7 +139,7 @@ Scheduler::Scheduler(Registry& registry, const Clock& clock, std::vector<RegionC
   // this one, in order; this hour's sample may still change.
   for (const LoadSample& x : registry_.store().load_history()) {
     if (x.hour_ms < floor_hour_ms(now))
-      expected_load_.observe(to_time(x.hour_ms), x.capacity_nodes > 0 ? x.busy_nodes / x.capacity_nodes : 0.0);
+      expected_load_.observe(carbon::time_of_ms(x.hour_ms), x.capacity_nodes > 0 ? x.busy_nodes / x.capacity_nodes : 0.0);
     else if (x.hour_ms == floor_hour_ms(now)) {
       load_hour_ms_ = x.hour_ms;
       load_now_ = x;
@@ -155,7 +153,7 @@ void Scheduler::learn_load(int64_t now_ms) {
   const int64_t h = floor_hour_ms(now_ms);
   if (load_hour_ms_ != INT64_MIN && load_hour_ms_ < h) {
     // The hour is over: its last recorded sample is final.
-    expected_load_.observe(to_time(load_hour_ms_),
+    expected_load_.observe(carbon::time_of_ms(load_hour_ms_),
                            load_now_.capacity_nodes > 0 ? load_now_.busy_nodes / load_now_.capacity_nodes : 0.0);
     load_hour_ms_ = INT64_MIN;
   }
@@ -405,7 +403,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   const int64_t now = clock_.now_ms();
   const int64_t hour = floor_hour_ms(now);
   const int64_t cyc = cycle_no_.load();
-  const carbon::Time tnow = to_time(now);
+  const carbon::Time tnow = carbon::time_of_ms(now);
   const std::string policy = carbon::policy_name(opt_.placement.policy);
   std::unordered_map<std::string, Fn> changes;
   std::vector<DecisionRecord> decisions;
@@ -451,12 +449,12 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   std::map<std::string, std::string> holding_now;  // job id -> region, reserved this hour
   for (const Reservation& v : registry_.reservations()) {
     if (released.count(v.job_id) || !snap.count(v.region) || v.end_ms <= hour) continue;
-    ledger.reserve(v.region, to_time(std::max(v.start_ms, hour)), to_time(v.end_ms), v.nodes);
+    ledger.reserve(v.region, carbon::time_of_ms(std::max(v.start_ms, hour)), carbon::time_of_ms(v.end_ms), v.nodes);
     if (v.start_ms < hour + kHourMs) holding_now[v.job_id] = v.region;
   }
   for (const Job& j : jobs)
     if (is_active(j.state()) && j.placement && snap.count(gang_region(j)) && !holding_now.count(j.id()))
-      ledger.reserve(gang_region(j), to_time(hour), to_time(hour + kHourMs), gang_nodes(j));
+      ledger.reserve(gang_region(j), carbon::time_of_ms(hour), carbon::time_of_ms(hour + kHourMs), gang_nodes(j));
 
   // Quotas: what each tenant holds or has reserved before this pass. Jobs
   // admitted to the pass below add theirs as they go (highest priority
@@ -505,7 +503,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         if (k == s.forecast.size() && t > s.forecast.back().time_ms) break;
         values.push_back(last);
       }
-      r.forecast = carbon::IntensitySeries(s.name, to_time(hour), carbon::Hours{1}, std::move(values));
+      r.forecast = carbon::IntensitySeries(s.name, carbon::time_of_ms(hour), carbon::Hours{1}, std::move(values));
       cregions.push_back(std::move(r));
     }
     std::set<std::string> usable;
@@ -585,7 +583,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       c.seq = j.seq;  // ties in a pass: submission order
       c.gpus = s.nodes;
       c.duration = carbon::Seconds{std::max<int64_t>(1, std::llround(s.duration_s))};
-      c.submit = to_time(j.created_ms());
+      c.submit = carbon::time_of_ms(j.created_ms());
       c.home_region = s.home_region;
       c.allowed_regions = now_ok;
       c.interruptible = s.interruptible;
@@ -598,7 +596,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         c.scaling = scaling_curve(j, registry_.store());
       }
       bool deadline = true;
-      if (s.deadline_ms > 0) c.deadline = to_time(s.deadline_ms);
+      if (s.deadline_ms > 0) c.deadline = carbon::time_of_ms(s.deadline_ms);
       else if (s.max_delay_s >= 0) c.deadline = carbon::deadline_from_max_delay(c, carbon::Seconds{s.max_delay_s});
       else {
         c.deadline = tnow + c.duration;  // no time slack: the cleanest region now
@@ -612,7 +610,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         for (size_t w = 0; w < j.placement->windows.size(); ++w) {
           const auto [a, b] = j.placement->windows[w];
           const WindowPlace at = window_place(j, w);
-          d.windows.push_back({to_time(a), to_time(b), at.region, at.nodes});
+          d.windows.push_back({carbon::time_of_ms(a), carbon::time_of_ms(b), at.region, at.nodes});
         }
         d.start = d.windows.front().start;
         d.end = d.windows.back().end;
@@ -688,7 +686,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       pv.policy = r.outcome != carbon::PassOutcome::kFallback ? policy
                   : has_deadline[i] && !d.deadline_met ? std::string("deadline-infeasible")
                                                        : std::string(carbon::policy_name(carbon::fallback_policy(popt.policy)));
-      for (const auto& w : d.windows) pv.windows.push_back({std::max(now, to_ms(w.start)), to_ms(w.end)});
+      for (const auto& w : d.windows) pv.windows.push_back({std::max(now, carbon::ms_of_time(w.start)), carbon::ms_of_time(w.end)});
       pv.start_ms = pv.windows.front().first;
       // Elastic and migratable plans: each window's region and width (kept
       // only when one differs from the decision's region at spec.nodes).
@@ -699,7 +697,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       }
       if (!shaped) pv.places.clear();
       for (const auto& c : d.changes)
-        pv.changes.push_back({to_ms(c.at), c.from_region, c.to_region, c.from_gpus, c.to_gpus, c.cost_grams,
+        pv.changes.push_back({carbon::ms_of_time(c.at), c.from_region, c.to_region, c.from_gpus, c.to_gpus, c.cost_grams,
                               c.saved_grams, c.why});
       pv.expected_grams = d.expected_grams;
       pv.run_now_home_grams = std::isnan(d.run_now_home_grams) ? d.expected_grams : d.run_now_home_grams;
@@ -724,7 +722,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   // 7. Preemption for the jobs that wait (before `jobs` is refreshed: the
   //    waiting list points into it), against the capacity free this hour.
   std::map<std::string, int> free_now;
-  for (const auto& r : regions) free_now[r.name] = r.capacity_nodes - ledger.used(r.name, to_time(hour));
+  for (const auto& r : regions) free_now[r.name] = r.capacity_nodes - ledger.used(r.name, carbon::time_of_ms(hour));
   preempt(jobs, waiting, quota, free_now, rep);
   if (metrics_)
     for (const auto& [t, n] : quota_waiting) metrics_->set_quota_waiting(t, n);
@@ -734,7 +732,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   LoadSample x{hour, 0, 0};
   for (const auto& r : regions) {
     x.capacity_nodes += r.capacity_nodes;
-    x.busy_nodes += ledger.used(r.name, to_time(hour));
+    x.busy_nodes += ledger.used(r.name, carbon::time_of_ms(hour));
   }
   if (load_hour_ms_ != hour || load_now_.busy_nodes != x.busy_nodes || load_now_.capacity_nodes != x.capacity_nodes) {
     registry_.store().record_load(x);

@@ -56,6 +56,7 @@
 
 #include <carbon/expected_load.h>
 #include <carbon/placement.h>
+#include <carbon/time_ms.h>
 
 #include "controller/core/clock.h"
 #include "controller/executors/executor.h"
@@ -72,7 +73,7 @@ struct SchedulerOptions {
   std::chrono::milliseconds min_cycle_gap{100};  // run(): at most one cycle per gap
   std::chrono::milliseconds stop_grace{30000};
   int64_t backoff_base_ms = 1000;
-  int64_t backoff_max_ms = 5 * 60 * 1000;
+  int64_t backoff_max_ms = 5 * carbon::kMinuteMs;
   std::string status_url_base;  // "http://127.0.0.1:8080" (no trailing '/')
   const IntensitySource* intensity = nullptr;  // for regions with `zone:`
   // Placement: policy (spatio-temporal; kRunNowHome is the FIFO baseline),
@@ -81,7 +82,7 @@ struct SchedulerOptions {
   carbon::PlacementOptions placement = default_placement();
   // Jobs placed but not started are planned again this often (their
   // reservations released first); 0 = decisions are final.
-  int64_t replan_period_ms = 3600 * 1000;
+  int64_t replan_period_ms = carbon::kHourMs;
   // Capacity pricing from the store's load history (spatio-temporal only).
   bool learn_expected_load = true;
   double load_learning_rate = 0.3;

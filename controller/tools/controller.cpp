@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <carbon/time_ms.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -120,8 +121,8 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", tls_cert, "PEM certificate (HTTPS when given with --tls-key)");
   app.add_option("--tls-key", tls_key, "PEM private key");
   app.add_option("--cycle-ms", cycle_ms, "scheduler period")->check(CLI::Range(10, 600000));
-  app.add_option("--stop-grace-ms", grace_ms, "SIGTERM -> SIGKILL grace")->check(CLI::Range(0, 3600000));
-  app.add_option("--backoff-ms", backoff_ms, "first restart backoff (doubles)")->check(CLI::Range(0, 3600000));
+  app.add_option("--stop-grace-ms", grace_ms, "SIGTERM -> SIGKILL grace")->check(CLI::Range(int64_t(0), carbon::kHourMs));
+  app.add_option("--backoff-ms", backoff_ms, "first restart backoff (doubles)")->check(CLI::Range(int64_t(0), carbon::kHourMs));
   int lookahead_h = 48, replan_s = 3600;
   app.add_option("--policy", policy_name,
                  "placement policy: spatio-temporal (carbon-aware), fifo (run now at home, the baseline), "
@@ -151,7 +152,7 @@ int main(int argc, char** argv) {
   app.add_option("--body-timeout-ms", body_timeout_ms, "a request body must arrive within this of its head (408)")
       ->check(CLI::Range(100, 600000));
   app.add_option("--idle-timeout-ms", idle_timeout_ms, "a kept-alive connection silent this long is closed")
-      ->check(CLI::Range(100, 3600000));
+      ->check(CLI::Range(int64_t(100), carbon::kHourMs));
   app.add_option("--write-timeout-ms", write_timeout_ms, "each write of a response must progress within this")
       ->check(CLI::Range(100, 600000));
   app.add_option("--max-live-per-tenant", max_live, "unfinished jobs per tenant (429 beyond)")

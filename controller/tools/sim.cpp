@@ -17,6 +17,7 @@
 #include <carbon/error.h>
 #include <carbon/hardware.h>
 #include <carbon/simulator.h>
+#include <carbon/time_ms.h>
 #include <carbon/trace.h>
 
 #include "controller/tools/sim_engine.h"
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
       controller::ServiceSimOptions so;
       so.forecaster = get("--forecast", "perfect");
       so.seed = seed;
-      so.replan_period_ms = int64_t(cfg.replan_every.count()) * 3600 * 1000;
+      so.replan_period_ms = int64_t(cfg.replan_every.count()) * carbon::kHourMs;
       if (flags.count("--store")) so.store_path = flags["--store"];
       auto service = [&](carbon::SimPolicy p) {
         so.policy = p == carbon::SimPolicy::kFifo       ? carbon::Policy::kRunNowHome

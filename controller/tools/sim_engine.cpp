@@ -1,6 +1,7 @@
 #include "controller/tools/sim_engine.h"
 
 #include <carbon/forecast.h>
+#include <carbon/time_ms.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,10 +21,7 @@ namespace controller {
 
 namespace {
 
-constexpr int64_t kHourMs = 3600 * 1000;
-
-int64_t ms_of(carbon::Time t) { return carbon::to_unix(t) * 1000; }
-carbon::Time time_of(int64_t ms) { return carbon::from_unix(ms / 1000); }
+using carbon::kHourMs;
 
 carbon::SimPolicy sim_policy(carbon::Policy p) {
   switch (p) {
@@ -70,7 +68,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return trace[a].submit < trace[b].submit; });
 
-  ManualClock clock(ms_of(carbon::ceil_hour(trace[order.front()].submit)));
+  ManualClock clock(carbon::ms_of_time(carbon::ceil_hour(trace[order.front()].submit)));
   Store store(options.store_path);
   Registry registry(store, clock);
   registry.load();
@@ -92,7 +90,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
   std::vector<std::string> ids(trace.size());
   size_t next = 0, finished = 0;
   int64_t t = clock.now_ms();
-  const int64_t give_up = ms_of(carbon::ceil_hour(trace[order.back()].submit)) + 60 * 24 * kHourMs;
+  const int64_t give_up = carbon::ms_of_time(carbon::ceil_hour(trace[order.back()].submit)) + 60 * 24 * kHourMs;
   int64_t cycles = 0, hours = 0;
   while (next < order.size() || finished < trace.size()) {
     if (t > give_up) {
@@ -103,14 +101,14 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
         states += "\n  " + j.id() + " " + std::string(to_string(j.state())) + " windows:";
         if (j.placement)
           for (auto [a, b] : j.placement->windows)
-            states += " [" + carbon::format_time(time_of(a)) + ", " + carbon::format_time(time_of(b)) + ")";
+            states += " [" + carbon::format_time(carbon::time_of_ms(a)) + ", " + carbon::format_time(carbon::time_of_ms(b)) + ")";
         for (const auto& c : j.conditions())
-          states += "\n    " + carbon::format_time(time_of(c.time_ms)) + " " + std::string(to_string(c.state)) + " " + c.reason + ": " + c.message;
+          states += "\n    " + carbon::format_time(carbon::time_of_ms(c.time_ms)) + " " + std::string(to_string(c.state)) + " " + c.reason + ": " + c.message;
       }
       throw std::runtime_error("service simulation: jobs still unfinished 60 days after the last submission:" + states);
     }
     // Submissions during the hour before t, each at its own time.
-    for (; next < order.size() && ms_of(carbon::ceil_hour(trace[order[next]].submit)) <= t; ++next) {
+    for (; next < order.size() && carbon::ms_of_time(carbon::ceil_hour(trace[order[next]].submit)) <= t; ++next) {
       const carbon::Job& cj = trace[order[next]];
       const carbon::SimRegion& home = *by_zone.at(cj.home_region);
       const int per = std::max(1, home.hardware.resources_per_server);
@@ -126,7 +124,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
       if (s.regions.empty())
         for (const auto& r : config.regions) s.regions.push_back(r.zone);
       s.home_region = cj.home_region;
-      if (cj.deadline != carbon::Time::max()) s.deadline_ms = ms_of(cj.deadline);
+      if (cj.deadline != carbon::Time::max()) s.deadline_ms = carbon::ms_of_time(cj.deadline);
       s.interruptible = cj.interruptible;
       s.max_restarts = 0;
       s.duration_s = double(cj.duration.count());
@@ -147,7 +145,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
         // plans with: its default is per GPU, the service's would be per node.
         s.checkpoint_gb = carbon::checkpoint_gb(cj, config.placement.elastic);
       }
-      clock.set_ms(std::max(clock.now_ms(), ms_of(cj.submit)));
+      clock.set_ms(std::max(clock.now_ms(), carbon::ms_of_time(cj.submit)));
       ids[order[next]] = registry.submit("sim", std::move(s), "").job.id();
     }
     clock.set_ms(t);
@@ -157,7 +155,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
     ++hours;
     if (options.progress && hours % (24 * 7) == 0)
       std::fprintf(stderr, "service simulation: %s, %zu/%zu submitted, %zu finished\n",
-                   carbon::format_time(time_of(t)).c_str(), next, trace.size(), finished);
+                   carbon::format_time(carbon::time_of_ms(t)).c_str(), next, trace.size(), finished);
     t += kHourMs;
   }
 
@@ -176,8 +174,8 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
     for (const SimRun& r : executor.runs(ids[i])) {
       // A run ends when its work is done: rounded up to the second, as the
       // library's plan rounds its last window.
-      if (trace[i].elastic()) o.windows.push_back({time_of(r.start_ms), time_of(r.end_ms + 999), r.region, r.nodes * per});
-      else o.windows.push_back({time_of(r.start_ms), time_of(r.end_ms)});
+      if (trace[i].elastic()) o.windows.push_back({carbon::time_of_ms(r.start_ms), carbon::time_of_ms(r.end_ms + 999), r.region, r.nodes * per});
+      else o.windows.push_back({carbon::time_of_ms(r.start_ms), carbon::time_of_ms(r.end_ms)});
     }
     o.expected_grams = job->placement->expected_grams;
     o.fallback = job->placement->policy != carbon::policy_name(options.policy);

@@ -9,6 +9,8 @@
 #include <carbon/forecast.h>
 #include <carbon/hardware.h>
 #include <gtest/gtest.h>
+
+#include <carbon/time_ms.h>
 #include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
@@ -127,10 +129,10 @@ TEST(CarbonSourceFile, FileSourceReplaysTheShippedDataAndNamesAnUnknownZone) {
   auto c = parse_carbon_source_yaml("source: file\ndata_dir: \"\"\n", "src.yaml");
   auto src = make_intensity_source(c);
   ASSERT_NE(src, nullptr);
-  const int64_t now = 1767225600000 + 5 * 3600 * 1000 + 1234;  // 2026-01-01T05:00:01.234Z
+  const int64_t now = 1767225600000 + 5 * carbon::kHourMs + 1234;  // 2026-01-01T05:00:01.234Z
   auto pts = src->forecast("DE", now, 48);
   ASSERT_EQ(pts.size(), 49u);
-  EXPECT_EQ(pts.front().time_ms, 1767225600000 + 5 * 3600 * 1000);
+  EXPECT_EQ(pts.front().time_ms, 1767225600000 + 5 * carbon::kHourMs);
   // The same hour of the shipped year: the built-in replay gives the same values.
   auto builtin = make_carbon_intensity_source()->forecast("DE", now, 48);
   for (size_t i = 0; i < pts.size(); ++i) EXPECT_EQ(pts[i].gco2_per_kwh, builtin[i].gco2_per_kwh) << i;
@@ -147,7 +149,7 @@ TEST(CarbonSourceFile, FileSourceReplaysTheShippedDataAndNamesAnUnknownZone) {
 
 // --- forecasts of the file source -------------------------------------------
 
-constexpr int64_t kH = 3600 * 1000;
+constexpr int64_t kH = carbon::kHourMs;
 
 double metric(const std::string& text, const std::string& series);  // below
 
@@ -394,7 +396,7 @@ TEST(Metrics, ForecastGaugeTakesTheValueInForceAtEachHorizon) {
   RegionSnapshot r;
   r.name = "DE";
   r.intensity_now = 300;
-  const int64_t h0 = 1767225600000, H = 3600 * 1000;
+  const int64_t h0 = 1767225600000, H = carbon::kHourMs;
   for (int h = 0; h <= 10; ++h) r.forecast.push_back({h0 + h * H, 300.0 + h});
   Metrics m;
   m.set_region_intensities({r}, h0 + 30 * 60 * 1000);
@@ -573,7 +575,7 @@ class FakeCarbonAwareSdk {
       if (failing()) return fail(res);
       const auto to = parse_rfc3339(req.get_param_value("toTime"));
       if (!to) { res.status = 400; return; }
-      const int64_t h = *to / 1000 / 3600 * 3600;
+      const int64_t h = carbon::floor_hour_ms(*to) / carbon::kSecondMs;
       json pts = json::array({{{"location", req.get_param_value("location")},
                                {"time", format_rfc3339(h * 1000)}, {"rating", 900.0}, {"duration", "01:00:00"}}});
       res.set_content(pts.dump(), "application/json");
@@ -584,8 +586,8 @@ class FakeCarbonAwareSdk {
       const auto to = parse_rfc3339(req.get_param_value("dataEndAt"));
       if (!from || !to) { res.status = 400; return; }
       json data = json::array();
-      for (int64_t h = *from / 1000 / 3600; h * 3600 * 1000 < *to; ++h)
-        data.push_back({{"location", req.get_param_value("location")}, {"timestamp", format_rfc3339(h * 3600 * 1000)},
+      for (int64_t h = carbon::hours_of_ms(*from); h * carbon::kHourMs < *to; ++h)
+        data.push_back({{"location", req.get_param_value("location")}, {"timestamp", format_rfc3339(h * carbon::kHourMs)},
                         {"duration", 60}, {"value", forecast_for_hour(h)}});
       json body = json::array({{{"generatedAt", format_rfc3339(*from)}, {"location", req.get_param_value("location")},
                                 {"optimalDataPoints", json::array()}, {"forecastData", data}}});
@@ -705,7 +707,7 @@ TEST(ControllerCarbonSource, CarbonAwareSdkOnLoopbackDrivesRegionsIntensityAndTh
   for (size_t i = 1; i < w["forecast"].size(); ++i) {
     auto t = parse_rfc3339(w["forecast"][i]["time"].get<std::string>());
     ASSERT_TRUE(t);
-    EXPECT_EQ(w["forecast"][i]["gco2_per_kwh"].get<double>(), forecast_for_hour(*t / 3600000)) << i;
+    EXPECT_EQ(w["forecast"][i]["gco2_per_kwh"].get<double>(), forecast_for_hour(carbon::hours_of_ms(*t))) << i;
   }
   EXPECT_EQ(w["free_nodes"], 2);
   EXPECT_EQ(region(regions, "flat")["intensity_gco2_per_kwh"], 250.0);

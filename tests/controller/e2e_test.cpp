@@ -5,6 +5,8 @@
 // leaves no worker process behind; an elastic, migratable job shrinks,
 // moves and grows across the windows the real planner gives it (below).
 #include <gtest/gtest.h>
+
+#include <carbon/time_ms.h>
 #include <httplib.h>
 #include <signal.h>
 
@@ -308,7 +310,7 @@ TEST(E2EElastic, AJobShrinksMovesAndGrowsAcrossItsWindowsWithoutLosingAStep) {
     plan_text += "\n  " + controller::format_rfc3339(pl.windows[i].first) + " .. " +
                  controller::format_rfc3339(pl.windows[i].second) + " " + at.region + " x" + std::to_string(at.nodes);
   }
-  const int64_t h = 3600 * 1000, t0 = c.clock.now_ms();
+  const int64_t h = carbon::kHourMs, t0 = c.clock.now_ms();
   std::printf("the planner's plan: %s\n", plan_text.c_str());
   ASSERT_EQ(pl.windows.size(), 3u) << plan_text;
   EXPECT_EQ(controller::window_place(placed, 0), (controller::WindowPlace{"A", 2})) << plan_text;

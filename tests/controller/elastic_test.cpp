@@ -6,6 +6,8 @@
 // keyed by a sentence.
 #include <gtest/gtest.h>
 
+#include <carbon/time_ms.h>
+
 #include <sqlite3.h>
 
 #include <carbon/placement.h>
@@ -25,7 +27,7 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr int64_t kHour = 3600 * 1000;
+constexpr int64_t kHour = carbon::kHourMs;
 constexpr int64_t kT0 = 1764633600000;  // 2025-12-02T00:00:00Z
 
 json elastic_spec() {

@@ -11,6 +11,8 @@
 // worker-defaults.yaml is rendered by the real helm (<repo>/.tools/bin/helm).
 // Without node, kubernetes-models or helm these tests fail, naming them.
 #include <gtest/gtest.h>
+
+#include <carbon/time_ms.h>
 #include <httplib.h>
 #include <yaml-cpp/yaml.h>
 
@@ -1059,14 +1061,14 @@ struct SchedulerRig {
               {"nodes", 2},
               {"max_restarts", 2},
               {"interruptible", true},
-              {"deadline", format_rfc3339(clock.now_ms() + 6 * 3600 * 1000)},
+              {"deadline", format_rfc3339(clock.now_ms() + 6 * carbon::kHourMs)},
               {"estimate", {{"duration_s", 7200}}}};
     return registry->submit("team-a", parse_job_spec(s), "").job.id();
   }
   // The job runs in two windows, [t0, t0+1h) and [t0+2h, t0+3h), whatever
   // the planner chose: the suspension, not the planner, is under test.
   void two_windows(const std::string& id) {
-    const int64_t t0 = registry->get(id)->placement->start_ms, h = 3600 * 1000;
+    const int64_t t0 = registry->get(id)->placement->start_ms, h = carbon::kHourMs;
     ASSERT_TRUE(registry->update(id, kAllTenants, [&](Job& j) {
       j.placement->windows = {{t0, t0 + h}, {t0 + 2 * h, t0 + 3 * h}};
       return true;
@@ -1107,7 +1109,7 @@ TEST(ControllerKubeScheduler, ASuspensionIsNotAFailure) {
   const std::string name = "gs-" + id + "-0";
   api.set_status(name, {{"active", 2}, {"ready", 2}});
   rig.sched->cycle();
-  rig.clock.advance_ms(3600 * 1000);  // the first window closes
+  rig.clock.advance_ms(carbon::kHourMs);  // the first window closes
   rig.sched->cycle();                 // the scheduler deletes the Job
   {
     std::lock_guard<std::mutex> l(api.mu);
@@ -1124,7 +1126,7 @@ TEST(ControllerKubeScheduler, ASuspensionIsNotAFailure) {
   EXPECT_EQ(j.recovery_count, 0);  // no restart used
   for (const auto& r : rig.reasons(id)) EXPECT_NE(r, "GangFailed");
   // The next window resumes it as a new Job.
-  rig.clock.advance_ms(3600 * 1000);
+  rig.clock.advance_ms(carbon::kHourMs);
   ASSERT_TRUE(rig.cycle_until(id, JobState::kRunning));
   EXPECT_EQ(rig.reasons(id)[rig.reasons(id).size() - 2], "Resumed");
   std::lock_guard<std::mutex> l(api.mu);
@@ -1140,7 +1142,7 @@ TEST(ControllerKubeScheduler, ASuspensionAcrossAControllerRestartIsNotAFailure) 
   rig.two_windows(id);
   const std::string name = "gs-" + id + "-0";
   api.set_status(name, {{"active", 2}, {"ready", 2}});
-  rig.clock.advance_ms(3600 * 1000);
+  rig.clock.advance_ms(carbon::kHourMs);
   rig.sched->cycle();  // asked to stop
   // The controller restarts while the pods checkpoint; they end meanwhile.
   auto ex2 = make_kubernetes_executor(cluster(api.port));
@@ -1162,14 +1164,14 @@ TEST(ControllerFakeScheduler, ASuspensionIsNotAFailure) {
   ASSERT_EQ(ex.starts().size(), 1u);
   EXPECT_EQ(ex.starts()[0].job_id, id);
   EXPECT_EQ(ex.starts()[0].attempt, 0);
-  rig.clock.advance_ms(3600 * 1000);  // the window closes; the gang checkpoints and stops
+  rig.clock.advance_ms(carbon::kHourMs);  // the window closes; the gang checkpoints and stops
   rig.sched->cycle();
   ASSERT_EQ(ex.stops().size(), 1u);
   EXPECT_EQ(ex.stops()[0].first, id);
   Job j = *rig.registry->get(id);
   EXPECT_EQ(to_string(j.state()), to_string(JobState::kSuspended)) << j.conditions().back().message;
   EXPECT_EQ(j.recovery_count, 0);
-  rig.clock.advance_ms(3600 * 1000);
+  rig.clock.advance_ms(carbon::kHourMs);
   ASSERT_TRUE(rig.cycle_until(id, JobState::kRunning));
   ASSERT_EQ(ex.starts().size(), 2u);
   EXPECT_EQ(ex.starts()[1].attempt, 0);  // a resumption is not a restart

@@ -2,6 +2,8 @@
 // commands and exit codes, durability under SIGKILL, and a restart that
 // resumes a running gang.
 #include <gtest/gtest.h>
+
+#include <carbon/time_ms.h>
 #include <httplib.h>
 
 #include <atomic>
@@ -389,8 +391,8 @@ TEST(ControllerDurability, ReservationsSurviveAControllerSigkill) {
   EXPECT_EQ(before[0].job_id, first);
   EXPECT_EQ(before[0].region, "DE");
   EXPECT_EQ(before[0].nodes, 1);
-  EXPECT_EQ(before[0].end_ms - before[0].start_ms, 3600 * 1000);
-  EXPECT_GT(before[0].start_ms, (now_h + 1) * 3600 * 1000 - 1);
+  EXPECT_EQ(before[0].end_ms - before[0].start_ms, carbon::kHourMs);
+  EXPECT_GT(before[0].start_ms, (now_h + 1) * carbon::kHourMs - 1);
   // After the restart the plan is still held: the same job, wanting the same
   // clean hour, gets the next one.
   auto ctl = e.start();
@@ -410,6 +412,6 @@ TEST(ControllerDurability, ReservationsSurviveAControllerSigkill) {
   const Row& b = after[0].job_id == first ? after[1] : after[0];
   EXPECT_EQ(a.start_ms, before[0].start_ms);  // the first plan, untouched
   EXPECT_EQ(b.job_id, second);
-  EXPECT_EQ(b.start_ms, a.start_ms + 3600 * 1000);
+  EXPECT_EQ(b.start_ms, a.start_ms + carbon::kHourMs);
   EXPECT_TRUE(b.end_ms <= a.start_ms || a.end_ms <= b.start_ms) << "the plans overlap on the region's one node";
 }

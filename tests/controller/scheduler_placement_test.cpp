@@ -4,6 +4,8 @@
 // keyed by a sentence.
 #include <gtest/gtest.h>
 
+#include <carbon/time_ms.h>
+
 #include <carbon/hardware.h>
 
 #include <cmath>
@@ -20,7 +22,7 @@ using ctltest::FakeExecutor;
 
 namespace {
 
-constexpr int64_t kHour = 3600 * 1000;
+constexpr int64_t kHour = carbon::kHourMs;
 constexpr int64_t kT0 = 1764633600000;  // 2025-12-02T00:00:00Z: hour-of-day 0
 
 // A 24-value hourly profile: `base` everywhere but `dips` (hour -> value).

@@ -4,6 +4,8 @@
 // checkpoint-and-exit-0 on SIGTERM). The real worker is exercised by
 // controller_e2e_test.
 #include <gtest/gtest.h>
+
+#include <carbon/time_ms.h>
 #include <signal.h>
 
 #include <filesystem>
@@ -220,11 +222,11 @@ TEST(ControllerScheduler, ADelayTolerantJobWaitsForTheCleanHour) {
   Job j = *c.registry->get(id);
   ASSERT_EQ(j.state(), JobState::kScheduled);
   EXPECT_EQ(j.placement->policy, "spatio-temporal");
-  EXPECT_EQ(j.placement->start_ms, c.clock.now_ms() + 2 * 3600 * 1000);
+  EXPECT_EQ(j.placement->start_ms, c.clock.now_ms() + 2 * carbon::kHourMs);
   EXPECT_NEAR(j.placement->run_now_home_grams / j.placement->expected_grams, 25.0, 1e-6);
   for (int i = 0; i < 3; ++i) c.sched->cycle();
   EXPECT_EQ(c.state(id), JobState::kScheduled);
-  c.clock.advance_ms(2 * 3600 * 1000);
+  c.clock.advance_ms(2 * carbon::kHourMs);
   ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kSucceeded; }));
 }
 
@@ -234,7 +236,7 @@ TEST(ControllerScheduler, AnInterruptibleJobIsSuspendedBetweenItsWindows) {
   std::string hourly = "[20, 20, 500, 20, 20, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500, 500]";
   Controller c(opts("regions:\n  - {name: DE, nodes: 2, hourly: " + hourly + "}\n"));
   auto id = submit(c, job_spec("run", {{"interruptible", true},
-                                       {"deadline", format_rfc3339(c.clock.now_ms() + 6 * 3600 * 1000)},
+                                       {"deadline", format_rfc3339(c.clock.now_ms() + 6 * carbon::kHourMs)},
                                        {"estimate", {{"duration_s", 3 * 3600}}}}));
   ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kRunning; }));
   Job j = *c.registry->get(id);
@@ -245,12 +247,12 @@ TEST(ControllerScheduler, AnInterruptibleJobIsSuspendedBetweenItsWindows) {
     auto l = c.local->logs(id, 0, 0, 4096);
     return l && l->find("trap set") != std::string::npos;
   }));
-  c.clock.advance_ms(2 * 3600 * 1000);  // the first window closes
+  c.clock.advance_ms(2 * carbon::kHourMs);  // the first window closes
   ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kSuspended; }));
   EXPECT_EQ(c.registry->get(id)->progress.state, "preempted");
   for (int i = 0; i < 3; ++i) c.sched->cycle();
   EXPECT_EQ(c.state(id), JobState::kSuspended);
-  c.clock.advance_ms(3600 * 1000);  // the second window opens
+  c.clock.advance_ms(carbon::kHourMs);  // the second window opens
   ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kRunning; }));
   EXPECT_EQ(c.registry->get(id)->conditions()[c.registry->get(id)->conditions().size() - 2].reason, "Resumed");
 }

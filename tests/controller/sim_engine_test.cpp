@@ -3,6 +3,8 @@
 // library engine (carbon::simulate) makes on the same trace and forecast.
 #include <gtest/gtest.h>
 
+#include <carbon/time_ms.h>
+
 #include <carbon/catalog.h>
 #include <carbon/hardware.h>
 #include <carbon/trace.h>
@@ -105,7 +107,7 @@ TEST(ServiceSimulation, ForecastErrorAndReplanningGoThroughTheSamePath) {
   auto lib = carbon::simulate(s.trace, s.config, carbon::SimPolicy::kSpatioTemporal);
   ServiceSimOptions o;
   o.forecaster = "blend";
-  o.replan_period_ms = 6 * 3600 * 1000;
+  o.replan_period_ms = 6 * carbon::kHourMs;
   auto svc = simulate_service(s.trace, s.config, s.catalog, o);
   expect_same_decisions(lib, svc);
 }

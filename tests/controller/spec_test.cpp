@@ -2,6 +2,8 @@
 // tables keyed by a sentence.
 #include <gtest/gtest.h>
 
+#include <carbon/time_ms.h>
+
 #include "common/spawn.h"
 #include "controller/core/api_types.h"
 #include "controller/api/auth.h"
@@ -363,7 +365,7 @@ TEST(ControllerRegions, AFileLoadsAndUnknownKeysAreNamed) {
 
 // --- shipped intensity data -----------------------------------------------
 
-constexpr int64_t kHour = 3600 * 1000;
+constexpr int64_t kHour = carbon::kHourMs;
 constexpr int64_t kT0 = 1764633600000;  // 2025-12-02T00:00:00Z, an hour boundary
 
 TEST(ControllerCarbonData, ShippedZonesGiveAnHourlyForecastAndUnknownZonesAreNamed) {
