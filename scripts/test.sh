@@ -25,6 +25,13 @@ fi
 cd "$BUILD"
 # Rank processes use one thread each; the tests start their own ranks.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# Every test has its kind (tests/labels.cmake: unit, multirank, e2e, build).
+unkinded=$(ctest -N -LE '^(unit|multirank|e2e|build)$' | grep -E '^ *Test +#' || true)
+if [ -n "$unkinded" ]; then
+  echo "test.sh: tests without a kind label (tests/labels.cmake):" >&2
+  echo "$unkinded" >&2
+  exit 1
+fi
 # No retry: a test that fails once is a failure (a flake is a bug to find).
 set +e
 ctest --output-on-failure --timeout 900 "$@"
