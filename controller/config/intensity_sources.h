@@ -4,17 +4,9 @@
 // profiles the configuration files are checked against.
 #pragma once
 
-#include <memory>
-#include <string>
-#include <vector>
-
+// config_files.h brings CarbonSourceConfig, IntensitySource (regions.h) and
+// the forward declarations of carbon::Catalog and carbon::Forecaster.
 #include "controller/config/config_files.h"
-#include "controller/config/regions.h"
-
-namespace carbon {
-class Catalog;
-class Forecaster;
-}  // namespace carbon
 
 namespace controller {
 
