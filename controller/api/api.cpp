@@ -461,7 +461,7 @@ struct ApiServer::Impl {
       if (opt.store) {
         json ds = json::array();
         for (const auto& d : opt.store->decisions(j.id(), opt.max_decisions))
-          ds.push_back({{"cycle", d.cycle}, {"time", format_rfc3339(d.time_ms)}, {"outcome", d.outcome},
+          ds.push_back({{"cycle", d.cycle}, {"time", format_rfc3339(d.time_ms)}, {"outcome", std::string(to_string(d.outcome))},
                         {"region", d.region}, {"policy", d.policy}, {"explanation", d.explanation}});
         body["decisions"] = ds;
       }

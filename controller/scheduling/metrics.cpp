@@ -134,8 +134,8 @@ void Metrics::observe_phase(const std::string& phase, double s) {
       .Observe(s);
 }
 void Metrics::cycle_done() { impl_->cycles_c.Increment(); }
-void Metrics::decision(const std::string& policy, const std::string& outcome) {
-  impl_->decisions.Add({{"policy", policy}, {"outcome", outcome}}).Increment();
+void Metrics::decision(const std::string& policy, DecisionOutcome outcome) {
+  impl_->decisions.Add({{"policy", policy}, {"outcome", std::string(to_string(outcome))}}).Increment();
 }
 void Metrics::avoided_grams(double g) {
   if (g > 0) impl_->avoided_c.Increment(g);

@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/core/decision_outcome.h"
 #include "controller/core/region_snapshot.h"
 #include "controller/config/regions.h"
 
@@ -62,7 +63,7 @@ class Metrics {
   void observe_queue_wait(double seconds);
   void observe_phase(const std::string& phase, double seconds);
   void cycle_done();
-  void decision(const std::string& policy, const std::string& outcome);
+  void decision(const std::string& policy, DecisionOutcome outcome);
   void avoided_grams(double grams);  // ignored when <= 0
   void set_intensity(const std::string& region, double gco2_per_kwh);
   // horizon: "1h", "6h", "24h" (kForecastHorizonsH); NaN when the forecast

@@ -412,7 +412,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
   auto defer = [&](const Job& j, DecisionRecord rec, const std::string& why) {
     rep.deferred++;
     if (j.waiting_reason == why) return;
-    rec.outcome = to_string(DecisionOutcome::kDeferred);
+    rec.outcome = DecisionOutcome::kDeferred;
     rec.explanation = why;
     decisions.push_back(rec);
     if (metrics_) metrics_->decision(policy, rec.outcome);
@@ -534,10 +534,10 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         if (usable.count(name)) now_ok.push_back(name);
         else why_not += "; " + name + ": no intensity data now";
       }
-      DecisionRecord rec{cyc, j.id(), now, "", "", policy, ""};
+      DecisionRecord rec{cyc, j.id(), now, DecisionOutcome::kRejected, "", policy, ""};
       if (ever.empty()) {
         rep.rejected++;
-        rec.outcome = to_string(DecisionOutcome::kRejected);
+        rec.outcome = DecisionOutcome::kRejected;
         rec.explanation = "no allowed region can ever hold " + std::to_string(s.min_width()) + " nodes x " +
                           std::to_string(s.gpus_per_node) + " GPUs" + why_not;
         decisions.push_back(rec);
@@ -662,12 +662,13 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         r.outcome = carbon::PassOutcome::kUnplaced;
       }
       const bool was_scheduled = j.state() == JobState::kScheduled;
-      DecisionRecord rec{cyc, j.id(), now, "", r.decision.region, policy, r.decision.explanation};
+      DecisionRecord rec{cyc, j.id(), now, DecisionOutcome::kAdmitted, r.decision.region, policy,
+                         r.decision.explanation};
       if (r.outcome == carbon::PassOutcome::kUnplaced) {
         const std::string why = "waiting for capacity: " + r.decision.reason;
         if (was_scheduled) {
           rep.requeued++;
-          rec.outcome = to_string(DecisionOutcome::kRequeued);
+          rec.outcome = DecisionOutcome::kRequeued;
           rec.explanation = why;
           decisions.push_back(rec);
           changes[j.id()] = [now, why](Job& job) {
@@ -707,7 +708,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
           j.placement->places == pv.places)
         continue;  // re-planned to the same plan
       rep.placed++;
-      rec.outcome = to_string(was_scheduled ? DecisionOutcome::kReplanned : DecisionOutcome::kAdmitted);
+      rec.outcome = was_scheduled ? DecisionOutcome::kReplanned : DecisionOutcome::kAdmitted;
       rec.policy = pv.policy;
       decisions.push_back(rec);
       if (metrics_) metrics_->decision(pv.policy, rec.outcome);
@@ -845,7 +846,7 @@ void Scheduler::preempt(std::vector<Job>& jobs, const std::vector<Waiting>& wait
         };
       }
       rep.preempting++;
-      DecisionRecord rec{cyc, p.id(), now, std::string(to_string(DecisionOutcome::kPreempting)), region,
+      DecisionRecord rec{cyc, p.id(), now, DecisionOutcome::kPreempting, region,
                          carbon::policy_name(opt_.placement.policy),
                          "preempting " + names + " to free " + nodes_str(need) + " in " + region +
                              (w->quota ? " within " + p.tenant() + "'s quota" : "")};

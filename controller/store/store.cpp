@@ -587,7 +587,7 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
         ins.i64(1, d.cycle);
         ins.text(2, d.job_id);
         ins.i64(3, d.time_ms);
-        ins.text(4, d.outcome);
+        ins.text(4, std::string(to_string(d.outcome)));
         ins.text(5, d.region);
         ins.text(6, d.policy);
         ins.text(7, d.explanation);
@@ -673,9 +673,12 @@ std::vector<DecisionRecord> Store::decisions(const std::string& job_id, size_t n
           "WHERE job_id=? ORDER BY id DESC LIMIT ?) ORDER BY id;");
   st.text(1, job_id);
   st.i64(2, newest >= size_t(INT64_MAX) ? int64_t(-1) : int64_t(newest));  // -1: no limit
-  return read_rows<DecisionRecord>(db_, st, [](Stmt& r) {
-    return DecisionRecord{sqlite3_column_int64(r.s, 0), r.col_text(1), sqlite3_column_int64(r.s, 2),
-                          r.col_text(3), r.col_text(4), r.col_text(5), r.col_text(6)};
+  return read_rows<DecisionRecord>(db_, st, [this](Stmt& r) {
+    const std::string outcome = r.col_text(3);
+    const auto o = parse_decision_outcome(outcome);
+    if (!o) throw StoreCorrupt(path_, "decisions: unknown outcome '" + outcome + "'");
+    return DecisionRecord{sqlite3_column_int64(r.s, 0), r.col_text(1), sqlite3_column_int64(r.s, 2), *o,
+                          r.col_text(4), r.col_text(5), r.col_text(6)};
   });
 }
 

@@ -62,6 +62,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/core/decision_outcome.h"
 #include "controller/core/job.h"
 
 struct sqlite3;
@@ -123,7 +124,7 @@ struct DecisionRecord {
   int64_t cycle = 0;
   std::string job_id;
   int64_t time_ms = 0;
-  std::string outcome;  // "admitted", "deferred", "rejected"
+  DecisionOutcome outcome = DecisionOutcome::kDeferred;  // stored as its to_string spelling
   std::string region, policy, explanation;
 };
 

@@ -138,7 +138,7 @@ TEST(ControllerStore, JobsSurviveReopening) {
     Store s(path);
     EXPECT_EQ(s.schema_version(), Store::kSchemaVersion);
     s.write_one(j);
-    s.write({}, {}, {{3, "j1", 99, "admitted", "DE", "run-now-home", "because"}});
+    s.write({}, {}, {{3, "j1", 99, controller::DecisionOutcome::kAdmitted, "DE", "run-now-home", "because"}});
   }
   Store s(path);
   auto all = s.load_all();
@@ -147,6 +147,7 @@ TEST(ControllerStore, JobsSurviveReopening) {
   auto d = s.decisions("j1");
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].explanation, "because");
+  EXPECT_EQ(d[0].outcome, controller::DecisionOutcome::kAdmitted);
   EXPECT_EQ(d[0].cycle, 3);
 }
 
@@ -190,7 +191,7 @@ TEST(ControllerStore, AVersionOneDatabaseIsMigratedAndKeepsItsJobs) {
   EXPECT_EQ(all[0].id(), "j1");
   // The migrated columns work: a decision can be logged, an idempotency key stored.
   all[0].idempotency_key = "k1";
-  s.write({&all[0]}, {}, {{1, "j1", 1, "admitted", "DE", "p", "e"}});
+  s.write({&all[0]}, {}, {{1, "j1", 1, controller::DecisionOutcome::kAdmitted, "DE", "p", "e"}});
   EXPECT_EQ(s.decisions("j1").size(), 1u);
 }
 
@@ -401,4 +402,24 @@ TEST(ControllerRegistry, OtherTenantsJobsAreInvisible) {
   EXPECT_FALSE(r.get(a.job.id(), "team-b"));
   EXPECT_TRUE(r.get(a.job.id(), kAllTenants));
   EXPECT_FALSE(r.update(a.job.id(), "team-b", [](Job&) { return true; }));
+}
+
+TEST(ControllerStore, ADecisionWithAnOutcomeNoControllerWritesIsACorruptStoreNamingIt) {
+  gstest::TempDir dir;
+  const std::string path = dir.file("c.db");
+  {
+    Store s(path);
+    s.write({}, {}, {{1, "j1", 1, controller::DecisionOutcome::kDeferred, "", "p", "e"}});
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE decisions SET outcome='maybe';", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Store s(path);
+  try {
+    s.decisions("j1");
+    FAIL() << "a decision with outcome 'maybe' was read";
+  } catch (const controller::StoreCorrupt& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown outcome 'maybe'"), std::string::npos) << e.what();
+  }
 }

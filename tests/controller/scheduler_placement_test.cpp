@@ -258,7 +258,7 @@ TEST(SchedulerPlacement, ReplanningMovesANotStartedJobToTheNewCleanestHour) {
   EXPECT_EQ(rs[0].start_ms, kT0 + 3 * kHour);
   auto log = core.store->decisions(id);
   ASSERT_FALSE(log.empty());
-  EXPECT_EQ(log.back().outcome, "replanned");
+  EXPECT_EQ(log.back().outcome, controller::DecisionOutcome::kReplanned);
 }
 
 TEST(SchedulerPlacement, CarbonAvoidedIsCountedOncePerJobAlsoWhenRequeued) {

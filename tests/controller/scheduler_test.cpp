@@ -192,7 +192,7 @@ TEST(ControllerScheduler, AJobWaitsForCapacityAndTheDeferralIsRecordedOnce) {
   EXPECT_EQ(c.state(b), JobState::kPending);
   auto d = c.store->decisions(b);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].outcome, "deferred");
+  EXPECT_EQ(d[0].outcome, controller::DecisionOutcome::kDeferred);
   auto after = c.registry->update(a, kAllTenants, [&](Job& j) {
     return j.transition(JobState::kCancelled, "Cancelled", "", c.clock.now_ms());
   });
