@@ -8,6 +8,8 @@
 #   build      the build and packaging checks: compile checks, the rooms'
 #              include check, the fuzz targets' builds, the chart and
 #              Dockerfile checks
+# A GoogleTest binary's tests share one kind, its heaviest (communicator_test's
+# environment-parsing cases are multirank with the rest of it),
 # so `ctest -L unit` is the quick loop and `ctest -L multirank` the shard
 # layer. scripts/test.sh refuses a test with none (ctest -N -LE).
 #
