@@ -149,27 +149,30 @@ struct Reporter::Impl {
     std::cout << line << (val_now ? " | val " + std::to_string(st.last_val).substr(0, 6) : "") << std::endl;
   }
 
-  void write_summary(const std::string& final_state, const RunState& st, int64_t resumed_from) const {
+  void write_summary(RunEnd end, const RunState& st, int64_t resumed_from) const {
     const double sci = st.tokens > 0 ? (st.operational_g + st.embodied_g) / (st.tokens / 1000.0) : NAN;
-    json summary{{"state", final_state},
-                 {"job_id", cfg.job_id},
-                 {"steps", st.step},
-                 {"total_steps", cfg.schedule.steps},
-                 {"tokens", static_cast<int64_t>(st.tokens)},
-                 {"world_size", ctx.world},
-                 {"final_loss", finite_or_null(loss)},
-                 {"final_val_loss", finite_or_null(st.last_val)},
-                 {"best_val_loss", finite_or_null(st.best_val)},
-                 {"wall_s", st.wall_s},
-                 {"tokens_per_s", tps},
-                 {"mfu", mfu},
-                 {"energy_joules", st.energy_j},
-                 {"operational_grams", st.operational_g},
-                 {"embodied_grams", st.embodied_g},
-                 {"sci_per_1k_tokens", finite_or_null(sci)},
-                 {"region", cfg.carbon.region},
-                 {"grid_intensity_gco2_per_kwh", intensity_now},
-                 {"resumed_from_step", resumed_from >= 0 ? json(resumed_from) : json(nullptr)}};
+    // What the controller reads (worker/run_summary.h), then the rest.
+    RunSummary rs;
+    rs.state = end;
+    rs.steps = st.step;
+    rs.tokens = static_cast<int64_t>(st.tokens);
+    if (std::isfinite(st.last_val)) rs.final_val_loss = st.last_val;
+    rs.energy_joules = st.energy_j;
+    rs.operational_grams = st.operational_g;
+    rs.embodied_grams = st.embodied_g;
+    json summary = to_json(rs);
+    summary.update(json{{"job_id", cfg.job_id},
+                        {"total_steps", cfg.schedule.steps},
+                        {"world_size", ctx.world},
+                        {"final_loss", finite_or_null(loss)},
+                        {"best_val_loss", finite_or_null(st.best_val)},
+                        {"wall_s", st.wall_s},
+                        {"tokens_per_s", tps},
+                        {"mfu", mfu},
+                        {"sci_per_1k_tokens", finite_or_null(sci)},
+                        {"region", cfg.carbon.region},
+                        {"grid_intensity_gco2_per_kwh", intensity_now},
+                        {"resumed_from_step", resumed_from >= 0 ? json(resumed_from) : json(nullptr)}});
     if (!cfg.summary_path.empty()) {
       const std::string tmp = cfg.summary_path + ".tmp";
       std::ofstream(tmp) << summary.dump(2) << "\n";
@@ -177,11 +180,7 @@ struct Reporter::Impl {
     }
     if (!cfg.termination_log.empty()) {
       // Kubernetes keeps at most 4096 bytes of it: the fields the controller reads.
-      json brief = json::object();
-      for (const char* k : {"state", "steps", "tokens", "final_val_loss", "energy_joules", "operational_grams",
-                            "embodied_grams"})
-        brief[k] = summary[k];
-      std::ofstream(cfg.termination_log, std::ios::trunc) << brief.dump() << "\n";
+      std::ofstream(cfg.termination_log, std::ios::trunc) << to_json(rs).dump() << "\n";
     }
   }
 };
@@ -283,10 +282,11 @@ void Reporter::on_validation(double val_loss, RunState& st) {
   if (impl_->exporter) impl_->exporter->on_validation(val_loss);
 }
 
-void Reporter::finish(const std::string& final_state, RunState& st, int64_t resumed_from) {
+void Reporter::finish(RunEnd end, RunState& st, int64_t resumed_from) {
   auto& I = *impl_;
   if (!I.lead) return;
-  I.write_summary(final_state, st, resumed_from);
+  I.write_summary(end, st, resumed_from);
+  const std::string final_state(to_string(end));
   I.say("done: " + final_state + ", " + std::to_string(st.step) + " steps, loss " + std::to_string(I.loss) +
         ", energy " + std::to_string(st.energy_j / 3600.0) + " Wh, " + std::to_string(st.operational_g) +
         " g operational + " + std::to_string(st.embodied_g) + " g embodied CO2e");

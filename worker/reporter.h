@@ -7,6 +7,7 @@
 
 #include "worker/config.h"
 #include "worker/run_state.h"
+#include "worker/run_summary.h"
 
 #include <cmath>
 #include <functional>
@@ -60,9 +61,8 @@ class Reporter {
   // Collective: meters energy, folds it into st's totals.
   void account(RunState& st);
   // Rank 0 only (the others return): the summary and termination log, the
-  // final status push. Call account() first. `final_state`: "succeeded" |
-  // "preempted".
-  void finish(const std::string& final_state, RunState& st, int64_t resumed_from);
+  // final status push. Call account() first.
+  void finish(RunEnd end, RunState& st, int64_t resumed_from);
   // Wall time of the whole job: the resumed run's total plus this run's.
   double wall_s() const;
 

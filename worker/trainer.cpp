@@ -262,7 +262,7 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
   const auto host = at::TensorOptions().dtype(at::kLong).pinned_memory(plan.cuda);
   Training t{cfg, *rdzv, fsdp, model, opt, decay, train_sampler, device, rank, world,
              at::empty({A, B, T}, host), at::empty({A, B, T}, host)};
-  std::string final_state = "succeeded";
+  RunEnd end = RunEnd::kSucceeded;
   // A background save's failure is raised at the next step; any other error
   // while one is in flight reports the save's failure (its cause).
   try {
@@ -276,7 +276,7 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
         report.on_validation(validation_loss(t, val_sampler, st.step), st);
       report.on_step(r, st);
       if (r.preempt) {
-        final_state = "preempted";
+        end = RunEnd::kPreempted;
         break;
       }
       if (st.step % cfg.checkpoint.interval == 0 && st.step < cfg.schedule.steps) save(fsdp, opt, cfg, st, report, "interval");
@@ -284,18 +284,18 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
 
     // ---- 7. final checkpoint, export, summary ----------------------------
     report.account(st);
-    save(fsdp, opt, cfg, st, report, final_state == "preempted" ? "preempted" : "final");
+    save(fsdp, opt, cfg, st, report, end == RunEnd::kPreempted ? "preempted" : "final");
   } catch (const std::exception&) {
     shard::wait_for_checkpoint(fsdp);
     throw;
   }
-  if (!cfg.export_path.empty() && final_state == "succeeded") {
+  if (!cfg.export_path.empty() && end == RunEnd::kSucceeded) {
     shard::export_full_state_dict(fsdp, cfg.export_path,
                                   cfg.export_format == "torch_save" ? shard::ExportFormat::kTorchSave
                                                                     : shard::ExportFormat::kLibTorchArchive);
     if (rank == 0) write_model_card(cfg.export_path + ".json", model_card_from_json(st.card, "this run"));
   }
-  report.finish(final_state, st, resumed_from);
+  report.finish(end, st, resumed_from);
   rdzv->world()->barrier()->wait();
   return kExitOk;
 }

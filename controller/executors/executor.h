@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/core/api_types.h"
+#include "worker/run_summary.h"
 
 namespace controller {
 
@@ -59,7 +60,9 @@ std::string_view to_string(GangPhase p);
 struct GangStatus {
   GangPhase phase = GangPhase::kUnknown;
   std::string message;         // why it ended ("rank 1 killed by signal 9")
-  nlohmann::json summary;      // the worker's summary file, when written
+  // The worker's run summary (worker/run_summary.h), when it wrote one
+  // that read_run_summary accepts.
+  std::optional<greenshard::RunSummary> summary;
   nlohmann::json runtime;      // bookkeeping to persist (pgid, pids, k8s uid)
 };
 

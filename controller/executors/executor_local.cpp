@@ -405,9 +405,10 @@ class LocalExecutor final : public Executor {
       st.phase = config ? GangPhase::kConfigError : GangPhase::kFailed;
       st.message = g.failure;
     } else {
-      std::string state = st.summary.is_object() ? st.summary.value("state", "") : "";
-      st.phase = state == "preempted" || g.stopping ? GangPhase::kPreempted : GangPhase::kSucceeded;
-      st.message = "every rank exited 0" + (state.empty() ? "" : " (summary: " + state + ")");
+      const bool preempted = st.summary && st.summary->state == greenshard::RunEnd::kPreempted;
+      st.phase = preempted || g.stopping ? GangPhase::kPreempted : GangPhase::kSucceeded;
+      st.message = "every rank exited 0" +
+                   (st.summary ? " (summary: " + std::string(greenshard::to_string(st.summary->state)) + ")" : "");
     }
     gangs_.erase(it);
     write_scrape_targets();
@@ -500,13 +501,15 @@ class LocalExecutor final : public Executor {
     return {{"executor", "local"}, {"pgid", g.pgid}, {"pids", pids}, {"dir", g.dir}};
   }
 
-  static nlohmann::json read_summary(const std::string& path) {
+  // The worker's summary.json; nullopt when there is none, or none that
+  // read_run_summary accepts.
+  static std::optional<greenshard::RunSummary> read_summary(const std::string& path) {
     std::ifstream in(path);
-    if (!in) return nullptr;
+    if (!in) return std::nullopt;
     std::stringstream ss;
     ss << in.rdbuf();
-    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-    return j.is_discarded() ? nlohmann::json(nullptr) : j;
+    std::string error;
+    return greenshard::read_run_summary(nlohmann::json::parse(ss.str(), nullptr, false), &error);
   }
 
   static bool is_our_gang(pid_t pid, const std::string& id) {

@@ -72,10 +72,10 @@ GangStatus SimExecutor::poll(const std::string& job_id) {
   if (g.running) st.phase = GangPhase::kRunning;
   else if (g.succeeded) {
     st.phase = GangPhase::kSucceeded;
-    st.summary = {{"state", "succeeded"}};
+    st.summary = greenshard::RunSummary{.state = greenshard::RunEnd::kSucceeded};
   } else if (g.stopped) {
     st.phase = GangPhase::kPreempted;
-    st.summary = {{"state", "preempted"}};
+    st.summary = greenshard::RunSummary{.state = greenshard::RunEnd::kPreempted};
     st.message = "checkpointed and stopped";
   } else {
     st.phase = GangPhase::kUnknown;

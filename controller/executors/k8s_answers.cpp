@@ -103,10 +103,10 @@ PodsVerdict read_pods(const json& pod_list) {
       const int exit = int_at(term, "exitCode", -1);
       const std::string msg = string_at(term, "message");
       if (exit == 0) {
-        json s = json::parse(msg, nullptr, false);
+        std::string error;
+        auto s = greenshard::read_run_summary(json::parse(msg, nullptr, false), &error);
         const int at = index.empty() ? 1 << 20 : std::atoi(index.c_str());
-        if (s.is_object() && s.contains("state") && s["state"].is_string() &&
-            (summary_index < 0 || at < summary_index)) {
+        if (s && (summary_index < 0 || at < summary_index)) {
           v.summary = std::move(s);  // rank 0's (the lowest index) when several wrote one
           summary_index = at;
         }
@@ -159,12 +159,13 @@ Decision decide(const std::string& name, int code, const JobAnswer& job, const P
   if (job.end == JobAnswer::End::kComplete) {
     d.forget = true;
     st.summary = pods.summary;
-    const std::string state = pods.summary.is_object() ? string_at(pods.summary, "state") : "";
-    const std::string said = state.empty() ? "" : " (summary: " + state + ")";
+    const bool preempted = pods.summary && pods.summary->state == greenshard::RunEnd::kPreempted;
+    const std::string said =
+        pods.summary ? " (summary: " + std::string(greenshard::to_string(pods.summary->state)) + ")" : "";
     if (stop_requested) {
       st.phase = GangPhase::kPreempted;
       st.message = "Job " + name + " ended after the controller asked it to stop (stopped as asked)" + said;
-    } else if (state == "preempted") {
+    } else if (preempted) {
       st.phase = GangPhase::kPreempted;
       st.message = "Job " + name + " completed after the worker checkpointed on SIGTERM" + said;
     } else if (pods.disrupted) {

@@ -44,7 +44,9 @@ struct PodsVerdict {
   bool config_error = false;  // a worker exited 2
   bool disrupted = false;     // a pod with DisruptionTarget=True (eviction, preemption, drain)
   bool only_killed = true;    // every non-zero exit is 137 or 143 (SIGKILL / SIGTERM)
-  nlohmann::json summary;     // the worker's summary, from a termination message (lowest index)
+  // The worker's run summary, from a termination message (the lowest
+  // index's when several wrote one).
+  std::optional<greenshard::RunSummary> summary;
   std::string failure;        // "pod P (index I) exited N: <last line>", the first failure (exit 2 first)
   bool failure_is_config = false;
 };

@@ -57,23 +57,22 @@ std::map<std::string, int> used_nodes(const std::vector<Job>& jobs) {
   return used;
 }
 
-// The worker's summary file into the job's progress. A field that is
-// absent, null (e.g. final_val_loss of a job that never evaluated) or of
-// another type leaves the value as it was.
-void take_summary(Job& j, const nlohmann::json& s) {
-  if (!s.is_object()) return;
+// The worker's run summary into the job's progress. A field the summary
+// left out (e.g. final_val_loss of a job that never evaluated) leaves the
+// value as it was.
+void take_summary(Job& j, const std::optional<greenshard::RunSummary>& s) {
+  if (!s) return;
   auto& p = j.progress;
-  auto num = [&](const char* k, auto& out) {
-    auto it = s.find(k);
-    if (it != s.end() && it->is_number()) out = it->template get<std::decay_t<decltype(out)>>();
+  auto take = [](const auto& from, auto& out) {
+    if (from) out = static_cast<std::decay_t<decltype(out)>>(*from);
   };
-  if (auto it = s.find("state"); it != s.end() && it->is_string()) p.state = it->get<std::string>();
-  num("steps", p.step);
-  num("tokens", p.tokens);
-  num("final_val_loss", p.val_loss);
-  num("energy_joules", p.energy_joules);
-  num("operational_grams", p.operational_grams);
-  num("embodied_grams", p.embodied_grams);
+  p.state = std::string(greenshard::to_string(s->state));
+  take(s->steps, p.step);
+  take(s->tokens, p.tokens);
+  take(s->final_val_loss, p.val_loss);
+  take(s->energy_joules, p.energy_joules);
+  take(s->operational_grams, p.operational_grams);
+  take(s->embodied_grams, p.embodied_grams);
 }
 
 // The window the job's gang runs (or ran) for: Job::gang.window, else (a

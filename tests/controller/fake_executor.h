@@ -52,7 +52,11 @@ class FakeExecutor final : public controller::Executor {
     controller::GangStatus s;
     s.phase = phase;
     s.message = std::move(message);
-    s.summary = std::move(summary);
+    if (!summary.is_null()) {  // as the worker writes it, read as the executors read it
+      std::string error;
+      s.summary = greenshard::read_run_summary(summary, &error);
+      if (!s.summary) throw std::invalid_argument("FakeExecutor::status: summary: " + error);
+    }
     return s;
   }
 

@@ -34,7 +34,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool ended = job.end != k8s::JobAnswer::End::kNone;
   const k8s::PodsVerdict pods = code == 200 && ended ? k8s::read_pods(pods_body) : k8s::PodsVerdict{};
   (void)k8s::first_pod_name(pods_body);
-  if (!pods.summary.is_null() && !(pods.summary.is_object() && pods.summary["state"].is_string())) std::abort();
+  // A summary taken is one the reader accepts: it writes back as it reads.
+  if (pods.summary) {
+    std::string error;
+    const auto again = greenshard::read_run_summary(greenshard::to_json(*pods.summary), &error);
+    if (!again || greenshard::to_json(*again) != greenshard::to_json(*pods.summary)) std::abort();
+  }
   if (pods.config_error && !pods.failure_is_config) std::abort();  // exit 2 is the failure reported
 
   const k8s::Decision d = k8s::decide("gs-j1-1", code, job, pods, stop_requested, last);

@@ -931,11 +931,11 @@ TEST_P(KubeGangEnd, IsReportedAsItsPhase) {
   EXPECT_EQ(to_string(st.phase), to_string(c.want)) << st.message;
   EXPECT_NE(st.message.find(c.message), std::string::npos) << st.message;
   if (*c.summary_state) {
-    ASSERT_TRUE(st.summary.is_object()) << st.summary.dump();
-    EXPECT_EQ(st.summary["state"], c.summary_state);
-    EXPECT_EQ(st.summary["steps"], 40);
+    ASSERT_TRUE(st.summary) << st.message;
+    EXPECT_EQ(greenshard::to_string(st.summary->state), c.summary_state);
+    EXPECT_EQ(st.summary->steps, 40);
   } else {
-    EXPECT_FALSE(st.summary.is_object()) << st.summary.dump();
+    EXPECT_FALSE(st.summary) << st.message;
   }
   EXPECT_EQ(st.runtime["name"], kName);
   EXPECT_EQ(st.runtime.value("stop_requested", false), c.stop);
@@ -953,7 +953,8 @@ TEST(ControllerKubeExecutor, APreemptedKubernetesGangIsNotSucceeded) {
     api.set_status(kName, kComplete);
     GangStatus st = ex->poll(kId);
     EXPECT_EQ(to_string(st.phase), "preempted") << st.message;
-    EXPECT_EQ(st.summary.value("state", ""), "preempted");
+    ASSERT_TRUE(st.summary) << st.message;
+    EXPECT_EQ(st.summary->state, greenshard::RunEnd::kPreempted);
     api.collect(kName);
   }
   // The controller asked it to stop, then restarted: the request survives

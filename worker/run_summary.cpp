@@ -1,0 +1,74 @@
+#include "worker/run_summary.h"
+
+namespace greenshard {
+
+std::string_view to_string(RunEnd e) {
+  switch (e) {
+    case RunEnd::kSucceeded: return "succeeded";
+    case RunEnd::kPreempted: return "preempted";
+  }
+  return "";
+}
+
+std::optional<RunEnd> parse_run_end(std::string_view s) {
+  for (RunEnd e : {RunEnd::kSucceeded, RunEnd::kPreempted})
+    if (to_string(e) == s) return e;
+  return std::nullopt;
+}
+
+namespace {
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+}  // namespace
+
+nlohmann::json to_json(const RunSummary& s) {
+  return {{"state", std::string(to_string(s.state))},
+          {"steps", or_null(s.steps)},
+          {"tokens", or_null(s.tokens)},
+          {"final_val_loss", or_null(s.final_val_loss)},
+          {"energy_joules", or_null(s.energy_joules)},
+          {"operational_grams", or_null(s.operational_grams)},
+          {"embodied_grams", or_null(s.embodied_grams)}};
+}
+
+std::optional<RunSummary> read_run_summary(const nlohmann::json& j, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<RunSummary> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  if (!j.is_object()) return fail("expected an object");
+  RunSummary s;
+  auto state = j.find("state");
+  if (state == j.end() || !state->is_string()) return fail("state: expected succeeded or preempted");
+  const auto end = parse_run_end(state->get_ref<const std::string&>());
+  if (!end) {
+    std::string got = state->get<std::string>().substr(0, 32);
+    for (char& c : got)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    return fail("state: expected succeeded or preempted, got '" + got + "'");
+  }
+  s.state = *end;
+  auto number = [&](const char* key, auto& out) -> bool {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return true;
+    using T = typename std::decay_t<decltype(out)>::value_type;
+    if constexpr (std::is_integral_v<T>) {
+      if (!it->is_number_integer()) return false;
+    } else {
+      if (!it->is_number()) return false;
+    }
+    out = it->template get<T>();
+    return true;
+  };
+  for (auto [key, ok] : {std::pair{"steps", number("steps", s.steps)}, {"tokens", number("tokens", s.tokens)},
+                         {"final_val_loss", number("final_val_loss", s.final_val_loss)},
+                         {"energy_joules", number("energy_joules", s.energy_joules)},
+                         {"operational_grams", number("operational_grams", s.operational_grams)},
+                         {"embodied_grams", number("embodied_grams", s.embodied_grams)}})
+    if (!ok) return fail(std::string(key) + ": expected a number");
+  return s;
+}
+
+}  // namespace greenshard
