@@ -30,6 +30,7 @@ unkinded=$(ctest -N -LE '^(unit|multirank|e2e|build)$' | grep -E '^ *Test +#' ||
 if [ -n "$unkinded" ]; then
   echo "test.sh: tests without a kind label (tests/labels.cmake):" >&2
   echo "$unkinded" >&2
+  [ -z "$asan_pid" ] || kill "$asan_pid" 2>/dev/null || true
   exit 1
 fi
 # No retry: a test that fails once is a failure (a flake is a bug to find).
