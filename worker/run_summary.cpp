@@ -50,24 +50,25 @@ std::optional<RunSummary> read_run_summary(const nlohmann::json& j, std::string*
     return fail("state: expected succeeded or preempted, got '" + got + "'");
   }
   s.state = *end;
-  auto number = [&](const char* key, auto& out) -> bool {
+  // Each field in turn; the first of the wrong type is named.
+  const char* bad = nullptr;
+  auto number = [&](const char* key, auto& out) {
     auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return true;
+    if (bad || it == j.end() || it->is_null()) return;
     using T = typename std::decay_t<decltype(out)>::value_type;
-    if constexpr (std::is_integral_v<T>) {
-      if (!it->is_number_integer()) return false;
-    } else {
-      if (!it->is_number()) return false;
+    if (std::is_integral_v<T> ? !it->is_number_integer() : !it->is_number()) {
+      bad = key;
+      return;
     }
     out = it->template get<T>();
-    return true;
   };
-  for (auto [key, ok] : {std::pair{"steps", number("steps", s.steps)}, {"tokens", number("tokens", s.tokens)},
-                         {"final_val_loss", number("final_val_loss", s.final_val_loss)},
-                         {"energy_joules", number("energy_joules", s.energy_joules)},
-                         {"operational_grams", number("operational_grams", s.operational_grams)},
-                         {"embodied_grams", number("embodied_grams", s.embodied_grams)}})
-    if (!ok) return fail(std::string(key) + ": expected a number");
+  number("steps", s.steps);
+  number("tokens", s.tokens);
+  number("final_val_loss", s.final_val_loss);
+  number("energy_joules", s.energy_joules);
+  number("operational_grams", s.operational_grams);
+  number("embodied_grams", s.embodied_grams);
+  if (bad) return fail(std::string(bad) + ": expected a number");
   return s;
 }
 

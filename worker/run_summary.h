@@ -39,7 +39,8 @@ nlohmann::json to_json(const RunSummary& s);
 // summary.json or a termination log: an object whose "state" is one of
 // RunEnd's spellings and whose fields above, where present and not null,
 // are numbers (other fields are ignored). Otherwise nullopt, with *error
-// naming the field ("state: expected succeeded or preempted, got 'done'").
+// naming the field ("state: expected succeeded or preempted, got 'done'")
+// when error is not null.
 std::optional<RunSummary> read_run_summary(const nlohmann::json& j, std::string* error);
 
 }  // namespace greenshard

@@ -508,8 +508,7 @@ class LocalExecutor final : public Executor {
     if (!in) return std::nullopt;
     std::stringstream ss;
     ss << in.rdbuf();
-    std::string error;
-    return greenshard::read_run_summary(nlohmann::json::parse(ss.str(), nullptr, false), &error);
+    return greenshard::read_run_summary(nlohmann::json::parse(ss.str(), nullptr, false), nullptr);
   }
 
   static bool is_our_gang(pid_t pid, const std::string& id) {
