@@ -347,7 +347,7 @@ int run_rank(const Args& a, const std::string& mode, const std::string& root) {
              {max_across(*rdzv, static_cast<double>(mine)), s, static_cast<double>(loaded.saved_world_size), read,
               needed, sum_across(*rdzv, static_cast<double>(mine))});
   }
-  barrier();
+  rdzv->depart();
   return 0;
 }
 

@@ -117,7 +117,7 @@ int run_rank(const Args& a, const std::string& config_name) {
                 static_cast<long long>(opt_bytes), static_cast<long long>(mem.unsharded_peak_bytes),
                 ru.ru_maxrss, static_cast<long long>(mem.total_param_numel));
   std::fflush(stdout);
-  rdzv->world()->barrier()->wait();
+  rdzv->depart();
   return 0;
 }
 

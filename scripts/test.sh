@@ -40,7 +40,12 @@ rc=$?
 set -e
 # The 15 slowest tests of this run (CTest's record: name, runs, seconds).
 echo "test.sh: the 15 slowest tests"
-sort -k3 -g -r Testing/Temporary/CTestCostData.txt 2>/dev/null | awk 'NF == 3 { printf "  %8.1f s  %s\n", $3, $1 }' | head -15
+# awk reads to the end (no head): under pipefail an early reader's exit
+# would kill the writer with SIGPIPE and end this script with 141.
+if [ -f Testing/Temporary/CTestCostData.txt ]; then
+  sort -k3 -g -r Testing/Temporary/CTestCostData.txt |
+    awk 'NF == 3 && shown < 15 { printf "  %8.1f s  %s\n", $3, $1; ++shown }'
+fi
 cd "$ROOT"
 
 if [ -n "$asan_pid" ]; then

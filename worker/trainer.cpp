@@ -296,7 +296,7 @@ int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPu
     if (rank == 0) write_model_card(cfg.export_path + ".json", model_card_from_json(st.card, "this run"));
   }
   report.finish(end, st, resumed_from);
-  rdzv->world()->barrier()->wait();
+  rdzv->depart();  // not a barrier: see Rendezvous::depart
   return kExitOk;
 }
 

@@ -311,6 +311,33 @@ class RendezvousImpl final : public Rendezvous {
 #endif
   }
 
+  void depart() override {
+    if (departed_) return;
+    std::vector<std::string> keys;
+    for (int r = 0; r < info_.world_size; ++r) keys.push_back(depart_key(r));
+    std::vector<std::string> missing;
+    try {
+      store_->set(depart_key(info_.rank), std::vector<uint8_t>{'1'});
+      missing = poll_keys(*store_, keys, Clock::now() + options_.timeout);
+    } catch (const std::exception& e) {
+      throw CommError("depart: rank " + std::to_string(info_.rank) + " lost the TCP store at " +
+                      info_.master_addr + ":" + std::to_string(info_.master_port) +
+                      " (rank 0 gone?): " + e.what());
+    }
+    if (!missing.empty()) {
+      std::vector<int> who;
+      for (int r = 0; r < info_.world_size; ++r) {
+        if (std::find(missing.begin(), missing.end(), depart_key(r)) != missing.end()) {
+          who.push_back(r);
+        }
+      }
+      throw CommError("depart: timed out after " + std::to_string(options_.timeout.count()) +
+                      " ms at rank " + std::to_string(info_.rank) + ": ranks " +
+                      format_ranks(who) + " did not finish their run");
+    }
+    departed_ = true;
+  }
+
   using Rendezvous::new_group;
 
   CommunicatorPtr new_group(const std::string& name,
@@ -376,6 +403,7 @@ class RendezvousImpl final : public Rendezvous {
 
   static std::string arrive_key(int r) { return "gs/arrive/" + std::to_string(r); }
   static std::string exit_key(int r) { return "gs/exit/" + std::to_string(r); }
+  static std::string depart_key(int r) { return "gs/depart/" + std::to_string(r); }
   static std::string abort_ack_key(int r) { return "gs/abort_ack/" + std::to_string(r); }
   static constexpr const char* kAbortKey = "gs/abort";
 
@@ -527,6 +555,7 @@ class RendezvousImpl final : public Rendezvous {
   std::string local_ip_, iface_;
   std::mutex mu_;
   std::map<std::string, Group> groups_;
+  bool departed_ = false;
 };
 
 }  // namespace

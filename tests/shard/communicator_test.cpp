@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -685,6 +686,56 @@ int scenario_group_absent() {
   return 0;
 }
 
+// depart() returns on a rank only once every rank has called it; the last
+// rank calls it late. Then each exits at once, and none fails.
+int scenario_depart() {
+  auto info = shard::rendezvous_info_from_env();
+  auto rdv = shard::Rendezvous::connect(info, comm_options(30000));
+  auto t = at::ones({1000});
+  rdv->world()->all_reduce(t, shard::ReduceOp::kSum, {})->wait();
+  SCHECK(t[0].item<float>() == info.world_size, "all_reduce");
+  const int last = info.world_size - 1;
+  if (info.rank == last) std::this_thread::sleep_for(300ms);
+  touch(rank_file("departing", info.rank));
+  rdv->depart();
+  std::vector<int> all(info.world_size);
+  for (int r = 0; r < info.world_size; ++r) all[r] = r;
+  for (int r : all) {
+    const char* dir = std::getenv("GS_SYNC_DIR");
+    const std::string path = std::string(dir ? dir : ".") + "/" + rank_file("departing", r);
+    SCHECK(std::filesystem::exists(path), "depart returned before rank " << r << " called it");
+  }
+  rdv->depart();  // the second call returns at once
+  return 0;
+}
+
+// One rank never departs: the others fail within their timeout naming it.
+int scenario_depart_absent() {
+  auto info = shard::rendezvous_info_from_env();
+  auto rdv = shard::Rendezvous::connect(info, comm_options(2000));
+  rdv->world();
+  const int absent = info.world_size - 1;
+  if (info.rank == absent) {
+    std::vector<std::string> names;
+    for (int r : range_except(info.world_size, absent)) names.push_back(rank_file("failed", r));
+    SCHECK(wait_files(names, 120s), "the others did not report their errors");
+    return 0;
+  }
+  std::string msg;
+  try {
+    rdv->depart();
+    SCHECK(false, "depart returned without rank " << absent);
+  } catch (const shard::CommError& e) {
+    msg = e.what();
+  }
+  say("error after depart: " + msg);
+  touch(rank_file("failed", info.rank));
+  SCHECK(contains(msg, "depart"), msg);
+  SCHECK(contains(msg, "at rank " + std::to_string(info.rank)), msg);
+  SCHECK(contains(msg, "ranks [" + std::to_string(absent) + "] did not finish"), msg);
+  return 0;
+}
+
 int scenario_sleep() {
   std::this_thread::sleep_for(60s);
   return 0;
@@ -704,6 +755,8 @@ int run_scenario(const std::string& name) {
     else if (name == "destroy_pending") rc = scenario_destroy_pending();
     else if (name == "rendezvous_absent") rc = scenario_rendezvous_absent();
     else if (name == "group_absent") rc = scenario_group_absent();
+    else if (name == "depart") rc = scenario_depart();
+    else if (name == "depart_absent") rc = scenario_depart_absent();
     else if (name == "sleep") rc = scenario_sleep();
     else {
       say("unknown scenario " + name);
@@ -979,6 +1032,10 @@ TEST(Failure, MemberNeverJoinsGroup) {
   auto rs = spawn("group_absent", 3, 120s);
   expect_ok(rs);
 }
+
+TEST(Depart, ReturnsOnEveryRankOnlyOnceTheLastRankCalledIt) { expect_ok(spawn("depart", 3)); }
+
+TEST(Depart, ARankThatNeverDepartsIsNamedByTheOthers) { expect_ok(spawn("depart_absent", 3, 120s)); }
 
 TEST(Failure, StoreHostNeverArrivesAtRendezvous) {
   auto rs = spawn("rendezvous_absent", 2, 120s, {{"GS_ABSENT_RANK", "0"}});

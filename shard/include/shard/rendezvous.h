@@ -67,6 +67,19 @@ class Rendezvous {
   virtual CommunicatorPtr new_group(const std::string& name,
                                     const std::vector<int>& ranks) = 0;
 
+  // The last call of a run, on every rank: returns once every rank of the
+  // world has called it, so that a rank may exit. A barrier over a
+  // communicator cannot serve: its sender returns while its last message may
+  // still be in flight (a lost segment awaiting retransmission), and once it
+  // exits, a peer's next segment to its closed socket draws a reset that
+  // discards that message, failing the peer's barrier ("connection reset by
+  // peer") after the whole run succeeded. depart() goes through the
+  // rendezvous store instead, which rank 0 keeps up until every rank has left
+  // (~Rendezvous). Throws CommError naming the ranks that did not call it
+  // within options.timeout, or the lost store. Safe to call twice: the
+  // second call returns at once.
+  virtual void depart() = 0;
+
   // The same with an explicit backend (kGloo: exactly new_group(name,
   // ranks)). kNccl: one NCCL communicator on the current CUDA device, its
   // unique id exchanged through the rendezvous store; a build without
