@@ -6,7 +6,8 @@
 # name the room itself or one of the rooms it is allowed. RULES is
 # controller/CMakeLists.txt's CONTROLLER_ROOM_ALLOWED joined with '|':
 # "core:|store:core|config:core,executors|...". Also refused: an include of
-# "controller/<file>" outside every room, and a room folder without a rule.
+# "controller/<file>" outside every room, a room folder without a rule, and
+# an include from worker/ or shard/ other than the contract, worker/spec/.
 # Each problem is printed as "<file>:<line>: ..."; exit 1 when there is any.
 # Run by the CTest controller.rooms.includes (label build).
 set -u
@@ -55,6 +56,11 @@ for room_dir in "$base"/*/; do
         complain "$f:$line: includes \"controller/$target\": room '$room' may not include room '$to' (it may include: ${may:-no other room})"
       fi
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"controller/' "$f")
+    # From worker/ and shard/ the controller takes the contract only.
+    while IFS= read -r hit; do
+      [[ -n $hit ]] || continue
+      complain "$f:${hit%%:*}: includes $(sed -E 's/^[^"]*("[^"]*").*$/\1/' <<<"${hit#*:}"): the controller takes only the contract (\"worker/spec/...\") from worker/ and shard/"
+    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(shard/|worker/)' "$f" | grep -vE '"worker/spec/')
   done < <(find "$room_dir" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cpp' -o -name '*.cc' -o -name '*.inc' \) -print0 | sort -z)
 done
 if (( problems > 0 )); then

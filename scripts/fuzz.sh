@@ -48,7 +48,7 @@ FUZZ_DIR=${FUZZ_DIR:-$BUILD/fuzz-campaign}
 CLANGXX=${CLANGXX:-$(command -v clang++ || command -v clang++-16 || command -v clang++-15 || command -v clang++-14 || true)}
 [[ -n $CLANGXX ]] || { echo "fuzz.sh: clang++ not found" >&2; exit 2; }
 # controller/'s rooms top down (controller/CMakeLists.txt), then what they use.
-LIBS="$BUILD/controller/libcontroller_tools.a|$BUILD/controller/libcontroller_api.a|$BUILD/controller/libcontroller_scheduling.a|$BUILD/controller/libcontroller_config.a|$BUILD/controller/libcontroller_executors.a|$BUILD/controller/libcontroller_store.a|$BUILD/controller/libcontroller_core.a|$BUILD/libworker_job_schema.a|$BUILD/carbon/libcarbon.a"
+LIBS="$BUILD/controller/libcontroller_tools.a|$BUILD/controller/libcontroller_api.a|$BUILD/controller/libcontroller_scheduling.a|$BUILD/controller/libcontroller_config.a|$BUILD/controller/libcontroller_executors.a|$BUILD/controller/libcontroller_store.a|$BUILD/controller/libcontroller_core.a|$BUILD/libgreenshard_spec.a|$BUILD/carbon/libcarbon.a"
 mkdir -p "$FUZZ_DIR/artifacts" "$FUZZ_DIR/logs"
 
 total_crashes=0

@@ -7,7 +7,7 @@
 // the plan.
 #pragma once
 
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 
 #include <string>
 #include <vector>

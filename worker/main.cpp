@@ -9,7 +9,7 @@
 //
 // The job spec, the environment and the exit codes: docs/worker-controller.md.
 #include "shard/launch.h"
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 #include "worker/prepare.h"
 #include "worker/sample.h"
 #include "worker/status.h"

@@ -1,6 +1,6 @@
 #include "worker/model_card.h"
 
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 
 #include <nlohmann/json.hpp>
 

@@ -76,7 +76,7 @@ EnergyMeterOptions meter_options(const JobConfig& cfg, const ReporterContext& ct
 }  // namespace
 
 struct Reporter::Impl {
-  Impl(const JobConfig& c, ReporterContext x, StatusPusher* p, std::string& s)
+  Impl(const JobConfig& c, ReporterContext x, StatusPusher* p, std::optional<StatusPush>& s)
       : cfg(c),
         ctx(std::move(x)),
         lead(ctx.rank == 0),
@@ -91,7 +91,7 @@ struct Reporter::Impl {
   ReporterContext ctx;
   bool lead, tty;
   StatusPusher* pusher;
-  std::string& last_status;
+  std::optional<StatusPush>& last_status;
   std::unique_ptr<Exporter> exporter;
   EnergyMeter meter;
   carbon::EmissionsAccumulator mine;   // this rank, this run
@@ -107,20 +107,22 @@ struct Reporter::Impl {
     if (lead) std::cout << line << std::endl;
   }
 
-  json status_json(const std::string& state, const RunState& st) const {
-    return json{{"state", state},
-                {"step", st.step},
-                {"total_steps", cfg.schedule.steps},
-                {"tokens", static_cast<int64_t>(st.tokens)},
-                {"loss", finite_or_null(loss)},
-                {"val_loss", finite_or_null(st.last_val)},
-                {"tokens_per_s", tps},
-                {"mfu", mfu},
-                {"eta_s", state == "running" ? eta : 0.0},
-                {"energy_joules", st.energy_j},
-                {"operational_grams", st.operational_g},
-                {"embodied_grams", st.embodied_g},
-                {"message", ""}};
+  StatusPush status(RunPhase state, const RunState& st) const {
+    auto known = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
+    StatusPush s;
+    s.state = state;
+    s.step = st.step;
+    s.total_steps = cfg.schedule.steps;
+    s.tokens = static_cast<int64_t>(st.tokens);
+    s.loss = known(loss);
+    s.val_loss = known(st.last_val);
+    s.tokens_per_s = tps;
+    s.mfu = mfu;
+    s.eta_s = state == RunPhase::kRunning ? eta : 0.0;
+    s.energy_joules = st.energy_j;
+    s.operational_grams = st.operational_g;
+    s.embodied_grams = st.embodied_g;
+    return s;
   }
 
   void log_line(const StepResult& r, const RunState& st) {
@@ -185,7 +187,8 @@ struct Reporter::Impl {
   }
 };
 
-Reporter::Reporter(const JobConfig& cfg, ReporterContext ctx, StatusPusher* pusher, std::string& last_status)
+Reporter::Reporter(const JobConfig& cfg, ReporterContext ctx, StatusPusher* pusher,
+                   std::optional<StatusPush>& last_status)
     : impl_(std::make_unique<Impl>(cfg, std::move(ctx), pusher, last_status)) {
   auto& I = *impl_;
   if (cfg.metrics.port > 0) {
@@ -267,9 +270,9 @@ void Reporter::on_step(const StepResult& r, RunState& st) {
   // Status every status.interval_s seconds (the first after the first step);
   // only rank 0 pushes.
   if (I.lead) {
-    I.last_status = I.status_json("running", st).dump();
+    I.last_status = I.status(RunPhase::kRunning, st);
     if (I.pusher && (!I.last_push || seconds_since(*I.last_push) >= I.cfg.status.interval_s)) {
-      I.pusher->push(I.last_status);
+      I.pusher->push(*I.last_status);
       I.last_push = Clock::now();
     }
   }
@@ -290,23 +293,21 @@ void Reporter::finish(RunEnd end, RunState& st, int64_t resumed_from) {
   I.say("done: " + final_state + ", " + std::to_string(st.step) + " steps, loss " + std::to_string(I.loss) +
         ", energy " + std::to_string(st.energy_j / 3600.0) + " Wh, " + std::to_string(st.operational_g) +
         " g operational + " + std::to_string(st.embodied_g) + " g embodied CO2e");
-  I.last_status = I.status_json(final_state, st).dump();
+  I.last_status = I.status(phase_of(end), st);
   if (I.pusher) {
-    I.pusher->push(I.last_status);
+    I.pusher->push(*I.last_status);
     I.pusher->flush(std::chrono::seconds(5));
   }
 }
 
-std::string failed_status(const std::string& last_status, int64_t total_steps, const std::string& message) {
-  json j = json::object();
-  if (!last_status.empty()) j = json::parse(last_status, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) j = json::object();
-  if (!j.contains("step")) j["step"] = 0;
-  j["total_steps"] = total_steps;
-  j["state"] = "failed";
-  j["eta_s"] = 0;
-  j["message"] = message.substr(0, 4000);  // the controller takes <= 4096 bytes
-  return j.dump();
+StatusPush failed_status(const std::optional<StatusPush>& last_status, int64_t total_steps,
+                         const std::string& message) {
+  StatusPush s = last_status.value_or(StatusPush{});
+  s.total_steps = total_steps;
+  s.state = RunPhase::kFailed;
+  s.eta_s = 0;
+  s.message = message.substr(0, kStatusMessageMaxBytes);
+  return s;
 }
 
 }  // namespace greenshard

@@ -5,13 +5,15 @@
 // No LibTorch here: the collectives it needs come in as functions.
 #pragma once
 
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 #include "worker/run_state.h"
-#include "worker/run_summary.h"
+#include "worker/spec/run_summary.h"
+#include "worker/spec/status_push.h"
 
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,10 +46,11 @@ struct ReporterContext {
 
 class Reporter {
  public:
-  // `pusher` (rank 0 with status.url set; else null) receives status JSON;
-  // `last_status` always holds the newest payload, so the caller can turn
+  // `pusher` (rank 0 with status.url set; else null) receives the status
+  // pushes; `last_status` always holds the newest, so the caller can turn
   // it into a "failed" one if the run throws.
-  Reporter(const JobConfig& cfg, ReporterContext ctx, StatusPusher* pusher, std::string& last_status);
+  Reporter(const JobConfig& cfg, ReporterContext ctx, StatusPusher* pusher,
+           std::optional<StatusPush>& last_status);
   ~Reporter();
 
   // Rank 0 prints `line`.
@@ -71,9 +74,10 @@ class Reporter {
   std::unique_ptr<Impl> impl_;
 };
 
-// The status payload that tells the controller a run failed: `last_status`
-// (a Reporter's newest payload, or "") with state "failed", eta 0 and the
-// message (cut to fit the controller's 4096 bytes).
-std::string failed_status(const std::string& last_status, int64_t total_steps, const std::string& message);
+// The status push that tells the controller a run failed: `last_status`
+// (a Reporter's newest push, or nullopt before the first step) with state
+// failed, eta 0 and the message (cut to fit kStatusMessageMaxBytes).
+StatusPush failed_status(const std::optional<StatusPush>& last_status, int64_t total_steps,
+                         const std::string& message);
 
 }  // namespace greenshard

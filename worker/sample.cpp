@@ -5,7 +5,7 @@
 #include "shard/launch.h"
 #include "shard/policy.h"
 #include "shard/rendezvous.h"
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <CLI/CLI.hpp>

@@ -8,8 +8,8 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "worker/ca_bundle.h"
-#include "worker/config.h"
+#include "worker/spec/ca_bundle.h"
+#include "worker/spec/job_spec.h"
 
 namespace greenshard {
 
@@ -85,7 +85,9 @@ StatusPusher::~StatusPusher() {
   thread_.join();
 }
 
-void StatusPusher::push(std::string body) {
+void StatusPusher::push(const StatusPush& status) {
+  // A failure message may hold any bytes: invalid UTF-8 is replaced, never thrown.
+  std::string body = to_json(status).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_ = std::move(body);

@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include "worker/spec/status_push.h"
+
 namespace greenshard {
 
 // Splits "http://host:port/path" into ("http://host:port", "/path").
@@ -29,14 +31,14 @@ inline constexpr const char* kCaBundleVar = "GREENSHARD_CA_BUNDLE";
 // set but not a readable file holding a PEM certificate.
 std::string ca_bundle_from_env(const std::map<std::string, std::string>& env);
 
-// POSTs the newest payload (older unsent ones are dropped) from a
+// POSTs the newest push (older unsent ones are dropped) from a
 // background thread. `ca_bundle`: verifies an https:// url (nullopt: from
 // the process environment, GREENSHARD_CA_BUNDLE; "": the system's CAs).
 class StatusPusher {
  public:
   StatusPusher(std::string url, std::string token, std::optional<std::string> ca_bundle = std::nullopt);
   ~StatusPusher();
-  void push(std::string json_body);
+  void push(const StatusPush& status);
   // Waits until the newest payload was sent (or failed), at most `limit`.
   void flush(std::chrono::milliseconds limit);
   int failures() const { return failures_; }

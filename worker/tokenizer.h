@@ -7,6 +7,8 @@
 // so that a model is never fed tokens of another tokenizer.
 #pragma once
 
+#include "worker/spec/job_spec.h"  // kMaxVocab
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -60,9 +62,8 @@ struct BpeTrainOptions {
   uint32_t seed = 1234;       // SentencePiece's random generator
 };
 inline constexpr int64_t kMinBpeVocab = 260;  // 256 byte tokens + unk, bos, eos + 1 piece
-// The largest vocabulary the trainer takes (config model.vocab): prepare
-// refuses a tokenizer beyond it, rather than a worker hours later.
-inline constexpr int64_t kMaxVocab = 65536;
+// kMaxVocab (worker/spec/job_spec.h): prepare refuses a tokenizer beyond
+// the largest vocabulary the trainer takes, rather than a worker hours later.
 // Throws std::invalid_argument naming --vocab unless vocab is in
 // [kMinBpeVocab, kMaxVocab]: the one check of prepare and the trainer.
 void check_bpe_vocab(int64_t vocab);

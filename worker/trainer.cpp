@@ -182,7 +182,8 @@ void set_rng_state(const std::string& bytes);
 
 // One rank's run; train() below wraps it so that a throw still reaches the
 // controller as a "failed" status (`status` holds the latest payload).
-int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPusher* pusher, std::string& status) {
+int train_rank(const JobConfig& cfg, const shard::RendezvousInfo& info, StatusPusher* pusher,
+               std::optional<StatusPush>& status) {
   // ---- 0. device; rendezvous; the checkpoint directory -------------------
   const DeviceFacts facts = device_facts(info.local_rank);
   DevicePlan plan;
@@ -470,7 +471,7 @@ int train(const JobConfig& cfg) {
   std::unique_ptr<StatusPusher> pusher;
   if (info.rank == 0 && !cfg.status.url.empty())
     pusher = std::make_unique<StatusPusher>(cfg.status.url, cfg.status.token);
-  std::string status;
+  std::optional<StatusPush> status;
   try {
     return train_rank(cfg, info, pusher.get(), status);
   } catch (const std::exception& e) {

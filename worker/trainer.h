@@ -2,7 +2,7 @@
 // bottom: set-up, resume, then one iteration per step with its log line).
 #pragma once
 
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 
 #include <string>
 

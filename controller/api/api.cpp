@@ -566,7 +566,7 @@ struct ApiServer::Impl {
       });
       if (!after) throw ApiError(404, "not_found", "no job '" + id + "'", "id");
       // The measured scaling curve: a running gang's throughput at its width.
-      if (pr.state == "running" && pr.tokens_per_s > 0 && after->state() == JobState::kRunning)
+      if (pr.state == greenshard::RunPhase::kRunning && pr.tokens_per_s > 0 && after->state() == JobState::kRunning)
         reg.store().record_throughput(id, gang_nodes(*after), pr.tokens_per_s, pr.updated_ms);
       send_json(res, 200, {{"accepted", true}});
     }));

@@ -40,7 +40,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "worker/ca_bundle.h"
+#include "worker/spec/ca_bundle.h"
 #include "controller/core/yaml_json.h"
 
 #include <cctype>

@@ -1,7 +1,7 @@
 #include "controller/config/regions.h"
 #include "controller/executors/executor_k8s.h"
 #include "controller/core/yaml_json.h"
-#include "shard/object_store_url.h"
+#include "worker/spec/shard_vocabulary.h"
 
 #include <carbon/time_ms.h>
 #include <yaml-cpp/yaml.h>

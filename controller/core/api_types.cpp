@@ -1,7 +1,7 @@
 #include "controller/core/api_types.h"
 
 #include "controller/core/yaml_json.h"
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 
 #include <carbon/job.h>
 #include <carbon/time_ms.h>

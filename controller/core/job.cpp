@@ -129,8 +129,11 @@ PlacementView placement_from(const json& j) {
   return p;
 }
 
+// The phase as the API and the store spell it ("" before the first push).
+std::string state_text(const Progress& p) { return p.state ? std::string(greenshard::to_string(*p.state)) : ""; }
+
 json progress_json(const Progress& p) {
-  return {{"state", p.state},       {"step", p.step},
+  return {{"state", state_text(p)}, {"step", p.step},
           {"total_steps", p.total_steps}, {"tokens", p.tokens},
           {"loss", p.loss},         {"val_loss", p.val_loss},
           {"tokens_per_s", p.tokens_per_s}, {"mfu", p.mfu},
@@ -142,7 +145,10 @@ json progress_json(const Progress& p) {
 
 Progress progress_from(const json& j) {
   Progress p;
-  p.state = j.value("state", "");
+  if (const std::string s = j.value("state", ""); !s.empty()) {
+    p.state = greenshard::parse_run_phase(s);
+    if (!p.state) throw std::runtime_error("progress.state: not a run phase: '" + s + "'");
+  }
   p.step = j.value("step", int64_t{0});
   p.total_steps = j.value("total_steps", int64_t{0});
   p.tokens = j.value("tokens", int64_t{0});
@@ -260,48 +266,27 @@ Job Job::from_document(const json& d) {
 }
 
 Progress parse_worker_status(const json& b) {
-  if (!b.is_object()) throw ApiError(400, "invalid_body", "the status must be a JSON object");
-  Progress p;
-  auto num = [&](const std::string& k, double& out) {
-    const json& v = b[k];
-    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
-      throw ApiError(400, "invalid_field", k + ": expected a finite number >= 0", k);
-    out = v.get<double>();
-  };
-  auto integer = [&](const std::string& k, int64_t& out) {
-    const json& v = b[k];
-    if (!(v.is_number_integer() || v.is_number_unsigned()) || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) ||
-        v.get<int64_t>() < 0)
-      throw ApiError(400, "invalid_field", k + ": expected an integer >= 0", k);
-    out = v.get<int64_t>();
-  };
-  for (const auto& [k, v] : b.items()) {
-    // null: "not known yet" (e.g. val_loss before the first evaluation).
-    if (v.is_null() && k != "state" && k != "message") continue;
-    if (k == "state") {
-      const bool ok = v.is_string() && (v == "running" || v == "succeeded" || v == "preempted" || v == "failed");
-      if (!ok) throw ApiError(400, "invalid_field", "state: expected running, succeeded, preempted or failed", "state");
-      p.state = v.get<std::string>();
-    } else if (k == "step") integer(k, p.step);
-    else if (k == "total_steps") integer(k, p.total_steps);
-    else if (k == "tokens") integer(k, p.tokens);
-    else if (k == "loss") num(k, p.loss);
-    else if (k == "val_loss") num(k, p.val_loss);
-    else if (k == "tokens_per_s") num(k, p.tokens_per_s);
-    else if (k == "mfu") num(k, p.mfu);
-    else if (k == "eta_s") num(k, p.eta_s);
-    else if (k == "energy_joules") num(k, p.energy_joules);
-    else if (k == "operational_grams") num(k, p.operational_grams);
-    else if (k == "embodied_grams") num(k, p.embodied_grams);
-    else if (k == "message") {
-      if (!v.is_string() || v.get<std::string>().size() > 4096)
-        throw ApiError(400, "invalid_field", "message: expected a string of at most 4096 bytes", "message");
-      p.message = v.get<std::string>();
-    } else {
-      throw ApiError(400, "unknown_field", "unknown field " + quote_untrusted(k), k);
-    }
+  greenshard::StatusPush s;
+  try {
+    s = greenshard::read_status_push(b);
+  } catch (const greenshard::StatusPushError& e) {
+    if (e.code == "unknown_field") throw ApiError(400, e.code, "unknown field " + quote_untrusted(e.field), e.field);
+    throw ApiError(400, e.code, e.what(), e.field);
   }
-  if (p.state.empty()) throw ApiError(400, "missing_field", "state: required", "state");
+  Progress p;
+  p.state = s.state;
+  p.step = s.step;
+  p.total_steps = s.total_steps;
+  p.tokens = s.tokens;
+  p.loss = s.loss.value_or(0);
+  p.val_loss = s.val_loss.value_or(0);
+  p.tokens_per_s = s.tokens_per_s;
+  p.mfu = s.mfu;
+  p.eta_s = s.eta_s;
+  p.energy_joules = s.energy_joules;
+  p.operational_grams = s.operational_grams;
+  p.embodied_grams = s.embodied_grams;
+  p.message = s.message;
   return p;
 }
 
@@ -354,7 +339,7 @@ json job_view(const Job& job) {
                       {"cycle", p.cycle}};
   }
   const auto& pr = job.progress;
-  v["progress"] = {{"state", pr.state},         {"step", pr.step},
+  v["progress"] = {{"state", state_text(pr)},         {"step", pr.step},
                    {"total_steps", pr.total_steps}, {"tokens", pr.tokens},
                    {"loss", pr.loss},           {"val_loss", pr.val_loss},
                    {"tokens_per_s", pr.tokens_per_s}, {"mfu", pr.mfu},

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/core/api_types.h"
+#include "worker/spec/status_push.h"
 
 namespace controller {
 
@@ -137,8 +138,10 @@ struct StopRequest {
 };
 
 // What the worker last pushed (docs/worker-controller.md "Status push").
+// The newest status push of the job's rank 0 (worker/spec/status_push.h),
+// or what its run summary said once it ended.
 struct Progress {
-  std::string state;
+  std::optional<greenshard::RunPhase> state;  // nullopt: nothing reported yet
   int64_t step = 0, total_steps = 0, tokens = 0;
   double loss = 0, val_loss = 0, tokens_per_s = 0, mfu = 0, eta_s = 0;
   double energy_joules = 0, operational_grams = 0, embodied_grams = 0;

@@ -33,7 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/core/api_types.h"
-#include "worker/run_summary.h"
+#include "worker/spec/run_summary.h"
 
 namespace controller {
 

@@ -16,7 +16,7 @@
 #include "controller/core/base64.h"
 #include "controller/core/yaml_json.h"
 #include "controller/executors/k8s_answers.h"
-#include "worker/ca_bundle.h"
+#include "worker/spec/ca_bundle.h"
 
 namespace controller {
 

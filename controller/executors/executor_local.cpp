@@ -36,9 +36,10 @@
 #include <sstream>
 #include <thread>
 
-#include "worker/ca_bundle.h"
+#include "worker/spec/ca_bundle.h"
 #include "controller/executors/executor_local.h"
-#include "worker/config.h"  // kConfigErrorPrefix
+#include "worker/spec/job_spec.h"  // kConfigErrorPrefix
+#include "worker/spec/shard_vocabulary.h"  // rank_env
 
 extern char** environ;
 
@@ -305,13 +306,12 @@ class LocalExecutor final : public Executor {
       auto eq = kv.find('=');
       if (eq != std::string::npos) base[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
-    for (const char* v : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                          "LOCAL_WORLD_SIZE"})
-      base.erase(v);
-    base["MASTER_ADDR"] = "127.0.0.1";
-    base["MASTER_PORT"] = std::to_string(port);
-    base["WORLD_SIZE"] = std::to_string(world);
-    base["LOCAL_WORLD_SIZE"] = std::to_string(world);
+    // One host: every rank is local (rank_env sets all six per rank below).
+    shard::RendezvousInfo where;
+    where.master_addr = "127.0.0.1";
+    where.master_port = port;
+    where.world_size = world;
+    where.local_world_size = world;
     base["GREENSHARD_JOB_ID"] = gs.job_id;
     base["GREENSHARD_CHECKPOINT_DIR"] = g.dir + "/ckpt";
     base["GREENSHARD_SUMMARY_PATH"] = g.dir + "/summary.json";
@@ -336,8 +336,8 @@ class LocalExecutor final : public Executor {
     const pid_t parent = ::getpid();
     for (int r = 0; r < world; ++r) {
       auto env_map = base;
-      env_map["RANK"] = std::to_string(r);
-      env_map["LOCAL_RANK"] = std::to_string(r);
+      where.rank = where.local_rank = r;
+      for (auto& [k, v] : shard::rank_env(where)) env_map[k] = v;
       std::vector<std::string> env_s;
       for (auto& [k, v] : env_map) env_s.push_back(k + "=" + v);
       std::vector<char*> envp;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "worker/config.h"  // config_error_in
+#include "worker/spec/job_spec.h"  // config_error_in
 
 namespace controller::k8s {
 

@@ -13,6 +13,8 @@
 
 #include "controller/executors/k8s_manifest.h"
 #include "controller/core/yaml_json.h"
+#include "worker/spec/job_spec.h"  // the Kubernetes launch variables
+#include "worker/spec/shard_vocabulary.h"  // the torchrun variables
 
 namespace controller {
 
@@ -136,8 +138,9 @@ json container_security_context(const json& v, const std::string& path) {
 bool reserved_env(const std::string& n) {
   for (const char* p : {"MASTER_", "PET_", "GREENSHARD_"})
     if (n.rfind(p, 0) == 0) return true;
-  return n == "WORLD_SIZE" || n == "RANK" || n == "LOCAL_RANK" || n == "LOCAL_WORLD_SIZE" ||
-         n == "JOB_COMPLETION_INDEX";
+  for (const char* v : shard::kRankEnvVars)
+    if (n == v) return true;
+  return n == greenshard::kJobCompletionIndexVar;
 }
 
 // The one GREENSHARD_* variable worker defaults may set: the PEM bundle the
@@ -365,16 +368,18 @@ KubeObjects render_kube_objects(const GangSpec& g, const KubeClusterConfig& c,
                                        "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}};
   json env = json::array();
   auto add = [&](const std::string& k, const std::string& v) { env.push_back({{"name", k}, {"value", v}}); };
-  add("MASTER_ADDR", master);
-  add("MASTER_PORT", port);
-  add("WORLD_SIZE", std::to_string(nodes * ppn));
-  if (ppn == 1) env.push_back({{"name", "RANK"}, {"valueFrom", index_ref}});
-  add("PET_NNODES", std::to_string(nodes));
-  add("PET_NPROC_PER_NODE", std::to_string(ppn));
-  env.push_back({{"name", "PET_NODE_RANK"}, {"valueFrom", index_ref}});
-  env.push_back({{"name", "JOB_COMPLETION_INDEX"}, {"valueFrom", index_ref}});
-  add("PET_MASTER_ADDR", master);
-  add("PET_MASTER_PORT", port);
+  // The pod's launch variables (worker/spec/job_spec.h: resolve_launch
+  // reads them); its process starts the node's ranks with the torchrun ones.
+  add(shard::kMasterAddrVar, master);
+  add(shard::kMasterPortVar, port);
+  add(shard::kWorldSizeVar, std::to_string(nodes * ppn));
+  if (ppn == 1) env.push_back({{"name", shard::kRankVar}, {"valueFrom", index_ref}});
+  add(greenshard::kPetNnodesVar, std::to_string(nodes));
+  add(greenshard::kPetNprocPerNodeVar, std::to_string(ppn));
+  env.push_back({{"name", greenshard::kPetNodeRankVar}, {"valueFrom", index_ref}});
+  env.push_back({{"name", greenshard::kJobCompletionIndexVar}, {"valueFrom", index_ref}});
+  add(greenshard::kPetMasterAddrVar, master);
+  add(greenshard::kPetMasterPortVar, port);
   add("GREENSHARD_JOB_ID", g.job_id);
   const S3CheckpointConfig& s3 = c.checkpoint_s3;
   if (s3.enabled()) {

@@ -66,7 +66,7 @@ void take_summary(Job& j, const std::optional<greenshard::RunSummary>& s) {
   auto take = [](const auto& from, auto& out) {
     if (from) out = static_cast<std::decay_t<decltype(out)>>(*from);
   };
-  p.state = std::string(greenshard::to_string(s->state));
+  p.state = greenshard::phase_of(s->state);
   take(s->steps, p.step);
   take(s->tokens, p.tokens);
   take(s->final_val_loss, p.val_loss);

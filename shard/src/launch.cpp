@@ -1,4 +1,5 @@
 #include "shard/launch.h"
+#include "shard/rank_env.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -54,9 +55,18 @@ LocalLaunchResult launch_local(const std::vector<std::string>& argv, const Local
   if (argv.empty()) throw std::invalid_argument("launch_local: empty argv");
   if (o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
     throw std::invalid_argument("launch_local: node_rank must be in [0, nnodes)");
-  const std::string addr = o.master_addr.empty() ? "127.0.0.1" : o.master_addr;
-  const std::string port = std::to_string(o.master_addr.empty() ? free_loopback_port() : o.master_port);
-  const std::string world = std::to_string(o.nnodes * o.nproc);
+  // Every rank's variables, built before fork (the child only sets them).
+  RendezvousInfo info;
+  info.master_addr = o.master_addr.empty() ? "127.0.0.1" : o.master_addr;
+  info.master_port = o.master_addr.empty() ? free_loopback_port() : o.master_port;
+  info.world_size = o.nnodes * o.nproc;
+  info.local_world_size = o.nproc;
+  std::vector<std::vector<std::pair<std::string, std::string>>> envs;
+  for (int r = 0; r < o.nproc; ++r) {
+    info.rank = o.node_rank * o.nproc + r;
+    info.local_rank = r;
+    envs.push_back(rank_env(info));
+  }
   int fds[2] = {-1, -1};
   if (o.capture_rank0_stdout && pipe(fds) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   std::vector<char*> cargv;
@@ -78,14 +88,7 @@ LocalLaunchResult launch_local(const std::vector<std::string>& argv, const Local
       setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);
-      const std::string rank = std::to_string(o.node_rank * o.nproc + r), local = std::to_string(r),
-                        n = std::to_string(o.nproc);
-      setenv("MASTER_ADDR", addr.c_str(), 1);
-      setenv("MASTER_PORT", port.c_str(), 1);
-      setenv("RANK", rank.c_str(), 1);
-      setenv("WORLD_SIZE", world.c_str(), 1);
-      setenv("LOCAL_RANK", local.c_str(), 1);
-      setenv("LOCAL_WORLD_SIZE", n.c_str(), 1);
+      for (const auto& [k, v] : envs[r]) setenv(k.c_str(), v.c_str(), 1);
       for (const auto& [k, v] : o.env) setenv(k.c_str(), v.c_str(), 1);
       if (o.capture_rank0_stdout) {
         if (r == 0) dup2(fds[1], STDOUT_FILENO);

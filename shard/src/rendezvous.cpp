@@ -571,12 +571,12 @@ RendezvousInfo rendezvous_info_from_env(
     return v;
   };
   RendezvousInfo info;
-  info.master_addr = get("MASTER_ADDR");
-  info.master_port = parse_int("MASTER_PORT", get("MASTER_PORT"));
-  info.rank = parse_int("RANK", get("RANK"));
-  info.world_size = parse_int("WORLD_SIZE", get("WORLD_SIZE"));
-  info.local_rank = parse_int("LOCAL_RANK", get("LOCAL_RANK"));
-  info.local_world_size = parse_int("LOCAL_WORLD_SIZE", get("LOCAL_WORLD_SIZE"));
+  info.master_addr = get(kMasterAddrVar);
+  info.master_port = parse_int(kMasterPortVar, get(kMasterPortVar));
+  info.rank = parse_int(kRankVar, get(kRankVar));
+  info.world_size = parse_int(kWorldSizeVar, get(kWorldSizeVar));
+  info.local_rank = parse_int(kLocalRankVar, get(kLocalRankVar));
+  info.local_world_size = parse_int(kLocalWorldSizeVar, get(kLocalWorldSizeVar));
   validate(info);
   return info;
 }

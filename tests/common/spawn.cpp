@@ -2,6 +2,8 @@
 // each, output to an unlinked temp file), free ports, temp dirs.
 #include "common/spawn.h"
 
+#include "shard/rank_env.h"
+
 #include <cctype>
 
 #include <arpa/inet.h>
@@ -32,9 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const char* const kTorchrunVars[] = {"MASTER_ADDR", "MASTER_PORT",  "RANK",
-                                     "WORLD_SIZE",  "LOCAL_RANK",   "LOCAL_WORLD_SIZE"};
-
 std::string tmp_root() {
   const char* t = std::getenv("TMPDIR");
   return (t && *t) ? t : "/tmp";
@@ -56,7 +55,7 @@ std::vector<std::string> make_env(bool strip,
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   if (strip) {
-    for (const char* v : kTorchrunVars) env.erase(v);
+    for (const char* v : shard::kRankEnvVars) env.erase(v);
   }
   for (const auto& [k, v] : extra) env[k] = v;
   std::vector<std::string> out;
@@ -233,12 +232,8 @@ std::vector<RankResult> run_ranks(const std::vector<std::string>& argv,
     for (int r = 0; r < world; ++r) {
       std::map<std::string, std::string> extra = options.env;
       if (options.set_torchrun_env) {
-        extra["MASTER_ADDR"] = "127.0.0.1";
-        extra["MASTER_PORT"] = std::to_string(port);
-        extra["RANK"] = std::to_string(r);
-        extra["WORLD_SIZE"] = std::to_string(world);
-        extra["LOCAL_RANK"] = std::to_string(r % local_world);
-        extra["LOCAL_WORLD_SIZE"] = std::to_string(local_world);
+        shard::RendezvousInfo where{"127.0.0.1", port, r, world, r % local_world, local_world};
+        for (auto& [k, v] : shard::rank_env(where)) extra[k] = v;
       }
       if (auto it = options.rank_env.find(r); it != options.rank_env.end()) {
         for (const auto& [k, v] : it->second) extra[k] = v;

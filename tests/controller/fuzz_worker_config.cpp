@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

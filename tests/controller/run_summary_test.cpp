@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/spawn.h"
-#include "worker/run_summary.h"
+#include "worker/spec/run_summary.h"
 
 using greenshard::RunEnd;
 using greenshard::RunSummary;

@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "fixture.h"
-#include "worker/config.h"  // kConfigErrorPrefix
+#include "worker/spec/job_spec.h"  // kConfigErrorPrefix
 
 using namespace controller;
 using namespace ctltest;
@@ -249,7 +249,7 @@ TEST(ControllerScheduler, AnInterruptibleJobIsSuspendedBetweenItsWindows) {
   }));
   c.clock.advance_ms(2 * carbon::kHourMs);  // the first window closes
   ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kSuspended; }));
-  EXPECT_EQ(c.registry->get(id)->progress.state, "preempted");
+  EXPECT_EQ(c.registry->get(id)->progress.state, greenshard::RunPhase::kPreempted);
   for (int i = 0; i < 3; ++i) c.sched->cycle();
   EXPECT_EQ(c.state(id), JobState::kSuspended);
   c.clock.advance_ms(carbon::kHourMs);  // the second window opens

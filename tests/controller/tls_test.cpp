@@ -26,7 +26,7 @@
 #include "controller/core/api_types.h"
 #include "controller/executors/executor_k8s.h"
 #include "process.h"
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 #include "worker/status.h"
 
 using json = nlohmann::json;

@@ -2,7 +2,7 @@
 // sampler, energy meters, URLs.
 #include "common/spawn.h"
 #include "shard/strategy_names.h"
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 #include "worker/data.h"
 #include "worker/energy.h"
 #include "worker/status.h"

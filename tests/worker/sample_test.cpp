@@ -7,7 +7,7 @@
 #include "shard/fully_shard.h"
 #include "shard/policy.h"
 #include "shard/rendezvous.h"
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 #include "worker/model.h"
 #include "worker/model_card.h"
 #include "worker/sample.h"

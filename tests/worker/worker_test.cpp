@@ -3,7 +3,7 @@
 // real Prometheus server scraping a running worker.
 #include "common/spawn.h"
 #include "shard/s3_server.h"
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>

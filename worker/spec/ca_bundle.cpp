@@ -1,4 +1,4 @@
-#include "worker/ca_bundle.h"
+#include "worker/spec/ca_bundle.h"
 
 #include <openssl/pem.h>
 #include <openssl/x509.h>

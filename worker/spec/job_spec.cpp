@@ -1,10 +1,10 @@
-#include "worker/config.h"
+#include "worker/spec/job_spec.h"
 
 #include "carbon/error.h"
 #include "carbon/hardware.h"
 #include "shard/object_store_url.h"
+#include "shard/rank_env.h"
 #include "shard/strategy_names.h"
-#include "worker/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -370,25 +370,25 @@ LaunchPlan resolve_launch(const std::map<std::string, std::string>& env, int npr
     }
   };
   LaunchPlan p;
-  if (get("PET_NNODES") && !get("PET_NNODES")->empty()) {
+  if (get(kPetNnodesVar) && !get(kPetNnodesVar)->empty()) {
     // Kubernetes (Indexed Job): one process per pod starts the local ranks.
-    p.nnodes = as_int("PET_NNODES", 1);
-    p.nproc_per_node = get("PET_NPROC_PER_NODE") ? as_int("PET_NPROC_PER_NODE", 1) : 1;
-    if (get("PET_NODE_RANK")) p.node_rank = as_int("PET_NODE_RANK", 0);
-    else if (get("JOB_COMPLETION_INDEX")) p.node_rank = as_int("JOB_COMPLETION_INDEX", 0);
+    p.nnodes = as_int(kPetNnodesVar, 1);
+    p.nproc_per_node = get(kPetNprocPerNodeVar) ? as_int(kPetNprocPerNodeVar, 1) : 1;
+    if (get(kPetNodeRankVar)) p.node_rank = as_int(kPetNodeRankVar, 0);
+    else if (get(kJobCompletionIndexVar)) p.node_rank = as_int(kJobCompletionIndexVar, 0);
     else throw ConfigError("environment PET_NODE_RANK: required with PET_NNODES (or JOB_COMPLETION_INDEX)");
     if (p.node_rank >= p.nnodes)
       throw ConfigError("environment PET_NODE_RANK: " + std::to_string(p.node_rank) + " is not below PET_NNODES " +
                         std::to_string(p.nnodes));
-    const std::string* addr = get("PET_MASTER_ADDR") ? get("PET_MASTER_ADDR") : get("MASTER_ADDR");
+    const std::string* addr = get(kPetMasterAddrVar) ? get(kPetMasterAddrVar) : get(shard::kMasterAddrVar);
     if (!addr || addr->empty()) throw ConfigError("environment PET_MASTER_ADDR: required with PET_NNODES");
     p.master_addr = *addr;
-    p.master_port = get("PET_MASTER_PORT") ? as_int("PET_MASTER_PORT", 1) : get("MASTER_PORT") ? as_int("MASTER_PORT", 1) : 29500;
+    p.master_port = get(kPetMasterPortVar) ? as_int(kPetMasterPortVar, 1) : get(shard::kMasterPortVar) ? as_int(shard::kMasterPortVar, 1) : 29500;
     if (p.master_port > 65535) throw ConfigError("environment PET_MASTER_PORT: must be <= 65535");
     p.spawn_local = true;
     return p;
   }
-  if (get("RANK") || get("WORLD_SIZE")) {
+  if (get(shard::kRankVar) || get(shard::kWorldSizeVar)) {
     if (nproc_flag > 0) throw ConfigError("--nproc: not allowed when RANK/WORLD_SIZE are set (already one rank of a gang)");
     return p;  // torchrun-style: this process is one rank (validated by shard's rendezvous)
   }

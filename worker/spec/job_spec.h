@@ -33,6 +33,10 @@ inline constexpr const char* kConfigErrorPrefix = "greenshard-worker: config err
 // Kubernetes termination messages) read it back with this.
 std::string config_error_in(const std::string& log_text, size_t max_bytes = 512);
 
+// The largest vocabulary the trainer takes (model.vocab); prepare checks a
+// tokenizer against it too (worker/tokenizer.h).
+inline constexpr int64_t kMaxVocab = 65536;
+
 struct JobConfig {
   struct Model {
     int64_t layers = 4, heads = 4, embd = 128, context = 64, vocab = 256;
@@ -118,6 +122,17 @@ void apply_environment(JobConfig& c, const std::map<std::string, std::string>& e
 void validate(const JobConfig& c);
 // The resolved config as JSON (--print-config; the checkpoint's record).
 std::string to_json(const JobConfig& c, int indent = 2);
+
+// The Kubernetes launch variables: what the controller's manifests set on a
+// pod (controller/executors/k8s_manifest.cpp) and resolve_launch reads. A
+// pod whose node runs more than one rank starts them itself, each with the
+// torchrun variables (shard/rank_env.h).
+inline constexpr const char* kPetNnodesVar = "PET_NNODES";
+inline constexpr const char* kPetNprocPerNodeVar = "PET_NPROC_PER_NODE";
+inline constexpr const char* kPetNodeRankVar = "PET_NODE_RANK";
+inline constexpr const char* kPetMasterAddrVar = "PET_MASTER_ADDR";
+inline constexpr const char* kPetMasterPortVar = "PET_MASTER_PORT";
+inline constexpr const char* kJobCompletionIndexVar = "JOB_COMPLETION_INDEX";  // an Indexed Job's pod
 
 // Where this process sits in the gang. From torchrun's variables, or from
 // the Kubernetes ones (PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK or

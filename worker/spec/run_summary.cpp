@@ -1,4 +1,4 @@
-#include "worker/run_summary.h"
+#include "worker/spec/run_summary.h"
 
 namespace greenshard {
 

@@ -1,19 +1,31 @@
-# worker_job_schema: the worker's job-spec fields, parsing and validation
-# (worker/config.cpp), and the run summary it reports (worker/run_summary.h);
-# no LibTorch. The worker links it through
-# greenshard_jobspec; the controller links it to check `worker` at submit.
+# greenshard_spec: the contract between the controller and the worker, the
+# one thing the controller takes from worker/ or shard/ (docs/architecture.md).
+# LibTorch-free. It holds
+#   job_spec     the worker's job-spec fields, parsing and validation, and the
+#                Kubernetes launch variables it reads (resolve_launch)
+#   run_summary  how a run ended (written by the reporter, read by both
+#                executors and the scheduler)
+#   status_push  rank 0's progress push (written by the reporter, read by
+#                the controller's POST /v1/jobs/{id}/status)
+#   rank_env     the rank environment a gang is launched with
+#   ca_bundle    PEM bundles https:// peers are verified with
+# and re-exports shard's LibTorch-free vocabulary (shard_names: strategy
+# names, object-store URLs, the torchrun variables) in shard_vocabulary.h.
 # Included by the top-level CMakeLists.txt so it is built even when worker/
 # is skipped (the controller image: GREENSHARD_SKIP_DIRS=shard;worker).
 # Links carbon/ (hardware profile names), defined by carbon/CMakeLists.txt.
-if(NOT TARGET worker_job_schema)
+if(NOT TARGET greenshard_spec)
   find_package(yaml-cpp REQUIRED)
   find_package(nlohmann_json 3 REQUIRED)
-  include(${CMAKE_CURRENT_LIST_DIR}/../shard/names.cmake)
+  include(${CMAKE_CURRENT_LIST_DIR}/../../shard/names.cmake)
   find_package(OpenSSL REQUIRED)
-  add_library(worker_job_schema STATIC ${CMAKE_CURRENT_LIST_DIR}/config.cpp ${CMAKE_CURRENT_LIST_DIR}/ca_bundle.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/run_summary.cpp)
-  target_include_directories(worker_job_schema PUBLIC ${CMAKE_CURRENT_LIST_DIR}/..)
-  target_link_libraries(worker_job_schema
-    PUBLIC shard_names
-    PRIVATE carbon yaml-cpp nlohmann_json::nlohmann_json OpenSSL::Crypto)
+  add_library(greenshard_spec STATIC
+    ${CMAKE_CURRENT_LIST_DIR}/job_spec.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/ca_bundle.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/run_summary.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/status_push.cpp)
+  target_include_directories(greenshard_spec PUBLIC ${CMAKE_CURRENT_LIST_DIR}/../..)
+  target_link_libraries(greenshard_spec
+    PUBLIC shard_names nlohmann_json::nlohmann_json
+    PRIVATE carbon yaml-cpp OpenSSL::Crypto)
 endif()

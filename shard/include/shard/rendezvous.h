@@ -1,11 +1,12 @@
 // Rendezvous: the torchrun environment -> a TCP store -> communicators.
 //
-// Variables (all required): MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,
-// LOCAL_RANK, LOCAL_WORLD_SIZE. A missing, unparsable or inconsistent one is
+// Variables (all required; shard/rank_env.h): MASTER_ADDR, MASTER_PORT,
+// RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE. A missing, unparsable or inconsistent one is
 // a std::invalid_argument whose message names the variable.
 #pragma once
 
 #include "shard/communicator.h"
+#include "shard/rank_env.h"  // RendezvousInfo, the variables
 
 #include <c10/core/Device.h>
 
@@ -15,15 +16,6 @@
 #include <vector>
 
 namespace shard {
-
-struct RendezvousInfo {
-  std::string master_addr;
-  int master_port = 0;
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-};
 
 // getenv is injectable for tests; it returns nullptr for unset variables.
 RendezvousInfo rendezvous_info_from_env(
