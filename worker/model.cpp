@@ -64,6 +64,18 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
   return at::matmul(att, v);
 }
 
+GPTConfig gpt_config(const ModelShape& shape, double dropout, Attention attention) {
+  GPTConfig gc;
+  gc.vocab_size = shape.vocab;
+  gc.block_size = shape.context;
+  gc.n_layer = shape.layers;
+  gc.n_head = shape.heads;
+  gc.n_embd = shape.embd;
+  gc.dropout = dropout;
+  gc.attention = attention;
+  return gc;
+}
+
 void validate(const GPTConfig& c) {
   if (c.vocab_size <= 0) bad("vocab_size", "must be positive, got " + std::to_string(c.vocab_size));
   if (c.block_size <= 0) bad("block_size", "must be positive, got " + std::to_string(c.block_size));

@@ -41,6 +41,8 @@
 
 #include <cstdint>
 #include <functional>
+
+#include "worker/spec/model_shape.h"
 #include <string>
 #include <vector>
 
@@ -70,6 +72,11 @@ struct GPTConfig {
   double dropout = 0.0;  // attention, residual and embedding dropout (train only)
   Attention attention = Attention::kExplicit;
 };
+
+// The GPT of `shape` (nanoGPT's names: vocab_size = vocab, block_size =
+// context, n_layer, n_head, n_embd): the one translation, for the trainer
+// (a job spec's model) and sampling (a model card).
+GPTConfig gpt_config(const ModelShape& shape, double dropout, Attention attention);
 
 // Throws std::invalid_argument naming the offending field ("vocab_size",
 // "block_size", "n_layer", "n_head", "n_embd", "dropout"): nonpositive sizes,

@@ -11,6 +11,7 @@
 //                      "sha256": hex ("" for byte)}}
 #pragma once
 
+#include "worker/spec/model_shape.h"
 #include "worker/tokenizer.h"
 
 #include <cstdint>
@@ -18,8 +19,7 @@
 
 namespace greenshard {
 
-struct ModelCard {
-  int64_t layers = 0, heads = 0, embd = 0, context = 0, vocab = 0;
+struct ModelCard : ModelShape {
   TokenizerInfo tokenizer;
   std::string tokenizer_model;   // absolute path of the SentencePiece .model; "" for byte
 };

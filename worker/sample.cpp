@@ -31,15 +31,7 @@ namespace fs = std::filesystem;
 }
 
 GPTConfig config_of(const ModelCard& card) {
-  GPTConfig gc;
-  gc.vocab_size = card.vocab;
-  gc.block_size = card.context;
-  gc.n_layer = card.layers;
-  gc.n_head = card.heads;
-  gc.n_embd = card.embd;
-  gc.dropout = 0.0;
-  gc.attention = Attention::kExplicit;
-  return gc;
+  return gpt_config(card, /*dropout=*/0.0, Attention::kExplicit);
 }
 
 // Builds the card's GPT as a one-rank FullyShardedModel (units as the

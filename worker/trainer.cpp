@@ -361,15 +361,7 @@ std::string open_data(const JobConfig& cfg, std::optional<TokenDataset>& train, 
 }
 
 GPTConfig gpt_config(const JobConfig& cfg, const DevicePlan& plan) {
-  GPTConfig gc;
-  gc.vocab_size = cfg.model.vocab;
-  gc.block_size = cfg.model.context;
-  gc.n_layer = cfg.model.layers;
-  gc.n_head = cfg.model.heads;
-  gc.n_embd = cfg.model.embd;
-  gc.dropout = cfg.model.dropout;
-  gc.attention = parse_attention(plan.attention, "model.attention");
-  return gc;
+  return gpt_config(cfg.model, cfg.model.dropout, parse_attention(plan.attention, "model.attention"));
 }
 
 shard::FullyShardOptions shard_options(const JobConfig& cfg, const DevicePlan& plan, GPT& model, c10::Device device,
@@ -399,11 +391,7 @@ shard::FullyShardOptions shard_options(const JobConfig& cfg, const DevicePlan& p
 // DIR/tokenizer.model next to the first shard).
 ModelCard model_card(const JobConfig& cfg, const TokenDataset& train) {
   ModelCard card;
-  card.layers = cfg.model.layers;
-  card.heads = cfg.model.heads;
-  card.embd = cfg.model.embd;
-  card.context = cfg.model.context;
-  card.vocab = cfg.model.vocab;
+  static_cast<ModelShape&>(card) = cfg.model;
   card.tokenizer = train.tokenizer();
   if (card.tokenizer.kind == TokenizerKind::kSentencePiece)
     card.tokenizer_model = fs::absolute(fs::path(train.shard(0).path()).parent_path() / "tokenizer.model").string();

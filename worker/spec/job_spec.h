@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/spec/model_shape.h"
+
 namespace greenshard {
 
 // Bad input: the message names the field (or flag, or variable).
@@ -38,8 +40,8 @@ std::string config_error_in(const std::string& log_text, size_t max_bytes = 512)
 inline constexpr int64_t kMaxVocab = 65536;
 
 struct JobConfig {
-  struct Model {
-    int64_t layers = 4, heads = 4, embd = 128, context = 64, vocab = 256;
+  struct Model : ModelShape {
+    Model() : ModelShape{4, 4, 128, 64, 256} {}
     double dropout = 0.0;
     std::string attention = "auto";  // auto | sdpa | explicit (worker/device.h)
   } model;
