@@ -130,24 +130,26 @@ PlacementView placement_from(const json& j) {
 }
 
 // The phase as the API and the store spell it ("" before the first push).
-std::string state_text(const Progress& p) { return p.state ? std::string(greenshard::to_string(*p.state)) : ""; }
+std::string state_text(const Progress& p) { return p.reported ? std::string(greenshard::to_string(p.state)) : ""; }
 
+// A loss not known yet is 0 in the store and the API (as it always was).
 json progress_json(const Progress& p) {
-  return {{"state", state_text(p)}, {"step", p.step},
-          {"total_steps", p.total_steps}, {"tokens", p.tokens},
-          {"loss", p.loss},         {"val_loss", p.val_loss},
-          {"tokens_per_s", p.tokens_per_s}, {"mfu", p.mfu},
-          {"eta_s", p.eta_s},       {"energy_joules", p.energy_joules},
-          {"operational_grams", p.operational_grams},
-          {"embodied_grams", p.embodied_grams}, {"message", p.message},
-          {"updated_ms", p.updated_ms}};
+  json j = greenshard::to_json(p);
+  j["state"] = state_text(p);
+  j["loss"] = p.loss.value_or(0);
+  j["val_loss"] = p.val_loss.value_or(0);
+  j["updated_ms"] = p.updated_ms;
+  return j;
 }
 
+// Read leniently (the store wrote it): a missing field keeps its default.
 Progress progress_from(const json& j) {
   Progress p;
   if (const std::string s = j.value("state", ""); !s.empty()) {
-    p.state = greenshard::parse_run_phase(s);
-    if (!p.state) throw std::runtime_error("progress.state: not a run phase: '" + s + "'");
+    const auto phase = greenshard::parse_run_phase(s);
+    if (!phase) throw std::runtime_error("progress.state: not a run phase: '" + s + "'");
+    p.state = *phase;
+    p.reported = true;
   }
   p.step = j.value("step", int64_t{0});
   p.total_steps = j.value("total_steps", int64_t{0});
@@ -266,27 +268,14 @@ Job Job::from_document(const json& d) {
 }
 
 Progress parse_worker_status(const json& b) {
-  greenshard::StatusPush s;
+  Progress p;
   try {
-    s = greenshard::read_status_push(b);
+    static_cast<greenshard::StatusPush&>(p) = greenshard::read_status_push(b);
   } catch (const greenshard::StatusPushError& e) {
     if (e.code == "unknown_field") throw ApiError(400, e.code, "unknown field " + quote_untrusted(e.field), e.field);
     throw ApiError(400, e.code, e.what(), e.field);
   }
-  Progress p;
-  p.state = s.state;
-  p.step = s.step;
-  p.total_steps = s.total_steps;
-  p.tokens = s.tokens;
-  p.loss = s.loss.value_or(0);
-  p.val_loss = s.val_loss.value_or(0);
-  p.tokens_per_s = s.tokens_per_s;
-  p.mfu = s.mfu;
-  p.eta_s = s.eta_s;
-  p.energy_joules = s.energy_joules;
-  p.operational_grams = s.operational_grams;
-  p.embodied_grams = s.embodied_grams;
-  p.message = s.message;
+  p.reported = true;
   return p;
 }
 
@@ -341,7 +330,7 @@ json job_view(const Job& job) {
   const auto& pr = job.progress;
   v["progress"] = {{"state", state_text(pr)},         {"step", pr.step},
                    {"total_steps", pr.total_steps}, {"tokens", pr.tokens},
-                   {"loss", pr.loss},           {"val_loss", pr.val_loss},
+                   {"loss", pr.loss.value_or(0)}, {"val_loss", pr.val_loss.value_or(0)},
                    {"tokens_per_s", pr.tokens_per_s}, {"mfu", pr.mfu},
                    {"eta_s", pr.eta_s},         {"message", pr.message}};
   // Why a PENDING job waits, as the scheduler last recorded it.

@@ -137,15 +137,11 @@ struct StopRequest {
   bool operator==(const StopRequest&) const = default;
 };
 
-// What the worker last pushed (docs/worker-controller.md "Status push").
-// The newest status push of the job's rank 0 (worker/spec/status_push.h),
+// What the worker last pushed (docs/worker-controller.md "Status push"):
+// the newest status push of the job's rank 0 (worker/spec/status_push.h),
 // or what its run summary said once it ended.
-struct Progress {
-  std::optional<greenshard::RunPhase> state;  // nullopt: nothing reported yet
-  int64_t step = 0, total_steps = 0, tokens = 0;
-  double loss = 0, val_loss = 0, tokens_per_s = 0, mfu = 0, eta_s = 0;
-  double energy_joules = 0, operational_grams = 0, embodied_grams = 0;
-  std::string message;
+struct Progress : greenshard::StatusPush {
+  bool reported = false;  // false: nothing pushed or summarised yet (state means nothing)
   int64_t updated_ms = 0;
 };
 

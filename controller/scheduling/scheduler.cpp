@@ -67,6 +67,7 @@ void take_summary(Job& j, const std::optional<greenshard::RunSummary>& s) {
     if (from) out = static_cast<std::decay_t<decltype(out)>>(*from);
   };
   p.state = greenshard::phase_of(s->state);
+  p.reported = true;
   take(s->steps, p.step);
   take(s->tokens, p.tokens);
   take(s->final_val_loss, p.val_loss);

@@ -332,7 +332,7 @@ TEST(E2EElastic, AJobShrinksMovesAndGrowsAcrossItsWindowsWithoutLosingAStep) {
           const auto j = job();
           return controller::is_terminal(j.state()) ||
                  (j.state() == controller::JobState::kRunning && j.gang.window == int(k) &&
-                  j.progress.state == greenshard::RunPhase::kRunning && j.progress.step >= window_from + 30);
+                  j.progress.reported && j.progress.state == greenshard::RunPhase::kRunning && j.progress.step >= window_from + 30);
         },
         30000))
         << "window " << k << ": " << job().to_document().dump(1);
@@ -445,7 +445,7 @@ TEST(E2EPreemption, APreemptedJobResumesFromItsCheckpointWithoutLosingAStep) {
       [&] {
         const auto j = job(low);
         return controller::is_terminal(j.state()) ||
-               (j.state() == controller::JobState::kRunning && j.progress.state == greenshard::RunPhase::kRunning && j.progress.step >= 40);
+               (j.state() == controller::JobState::kRunning && j.progress.reported && j.progress.state == greenshard::RunPhase::kRunning && j.progress.step >= 40);
       },
       30000))
       << job(low).to_document().dump(1);

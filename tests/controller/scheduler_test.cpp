@@ -249,6 +249,7 @@ TEST(ControllerScheduler, AnInterruptibleJobIsSuspendedBetweenItsWindows) {
   }));
   c.clock.advance_ms(2 * carbon::kHourMs);  // the first window closes
   ASSERT_TRUE(c.cycle_until([&] { return c.state(id) == JobState::kSuspended; }));
+  EXPECT_TRUE(c.registry->get(id)->progress.reported);
   EXPECT_EQ(c.registry->get(id)->progress.state, greenshard::RunPhase::kPreempted);
   for (int i = 0; i < 3; ++i) c.sched->cycle();
   EXPECT_EQ(c.state(id), JobState::kSuspended);
