@@ -23,6 +23,15 @@ std::string format_ranks(const std::vector<int>& ranks) {
   return os.str();
 }
 
+std::string describe_collective(const char* op, const std::string& tag, const std::string& group,
+                                const std::vector<int>& global_ranks, int group_rank) {
+  std::ostringstream os;
+  os << op << (tag.empty() ? " (untagged)" : " (tag: " + tag + ")") << " on group '" << group
+     << "' (global ranks " << format_ranks(global_ranks) << ") at global rank " << global_ranks[group_rank]
+     << " (group rank " << group_rank << ")";
+  return os.str();
+}
+
 namespace {
 
 class CompletedWork final : public Work {

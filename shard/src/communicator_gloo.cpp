@@ -24,6 +24,7 @@
 //  * broadcast: pipelined chain from the root.
 //  * barrier: one byte to and from every peer.
 #include "communicator_gloo.h"
+#include "thread_name.h"
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -301,12 +302,8 @@ class GlooCommunicator final : public Communicator {
         pthread_sigmask(SIG_BLOCK, &set, nullptr);
         worker_loop();
       });
-      std::string tname = "gs-gloo-" + spec_.name;
-      tname.resize(std::min<size_t>(tname.size(), 15));
-      pthread_setname_np(worker_.native_handle(), tname.c_str());
-      tname = "gs-mon-" + spec_.name;
-      tname.resize(std::min<size_t>(tname.size(), 15));
-      pthread_setname_np(monitor_.native_handle(), tname.c_str());
+      name_thread(worker_, "gs-gloo-" + spec_.name);
+      name_thread(monitor_, "gs-mon-" + spec_.name);
     }
   }
 
@@ -530,18 +527,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   std::string describe(const char* op, const std::string& tag) const {
-    std::ostringstream os;
-    os << op;
-    if (tag.empty()) {
-      os << " (untagged)";
-    } else {
-      os << " (tag: " << tag << ")";
-    }
-    os << " on group '" << spec_.name
-       << "' (global ranks " << format_ranks(spec_.global_ranks)
-       << ") at global rank " << spec_.global_ranks[spec_.rank]
-       << " (group rank " << spec_.rank << ")";
-    return os.str();
+    return describe_collective(op, tag, spec_.name, spec_.global_ranks, spec_.rank);
   }
 
   // "global rank X"; for a wait not tied to one peer (-1, the barrier):

@@ -7,6 +7,7 @@
 // gloo::Context; this header only wraps a connected one.
 #pragma once
 
+#include "group_spec.h"
 #include "shard/communicator.h"
 
 #include <chrono>
@@ -21,12 +22,7 @@ class Context;
 
 namespace shard::detail {
 
-struct GlooGroupSpec {
-  std::string name;               // group name, appears in errors
-  std::vector<int> global_ranks;  // members in group-rank order
-  int rank = 0;                   // this process's rank inside the group
-  // Default deadline of every collective (CollectiveOptions::timeout = 0).
-  std::chrono::milliseconds timeout{std::chrono::minutes(3)};
+struct GlooGroupSpec : GroupSpec {
   // Pipelining granularity of the ring algorithms (bytes per message).
   std::size_t chunk_bytes = std::size_t{1} << 20;
 };

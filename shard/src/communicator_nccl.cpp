@@ -41,6 +41,7 @@
 // collective poll ncclCommGetAsyncError with the deadline instead of
 // hanging inside NCCL when a member never shows up.
 #include "communicator_nccl.h"
+#include "thread_name.h"
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAEvent.h>
@@ -270,9 +271,7 @@ class NcclCommunicator final : public Communicator {
     stream_.emplace(dedicated_stream(device_));
     connect(store);
     watchdog_ = std::thread([this] { watchdog_loop(); });
-    std::string tname = "gs-nccl-" + spec_.name;
-    tname.resize(std::min<size_t>(tname.size(), 15));
-    pthread_setname_np(watchdog_.native_handle(), tname.c_str());
+    name_thread(watchdog_, "gs-nccl-" + spec_.name);
   }
 
   ~NcclCommunicator() override {
@@ -465,17 +464,7 @@ class NcclCommunicator final : public Communicator {
   c10::Device device() const { return c10::Device(c10::kCUDA, device_); }
 
   std::string describe(const char* op, const std::string& tag) const {
-    std::ostringstream os;
-    os << op;
-    if (tag.empty()) {
-      os << " (untagged)";
-    } else {
-      os << " (tag: " << tag << ")";
-    }
-    os << " on group '" << spec_.name << "' (global ranks " << format_ranks(spec_.global_ranks)
-       << ") at global rank " << spec_.global_ranks[spec_.rank] << " (group rank " << spec_.rank
-       << ")";
-    return os.str();
+    return describe_collective(op, tag, spec_.name, spec_.global_ranks, spec_.rank);
   }
 
   std::string group_str() const {

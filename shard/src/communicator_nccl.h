@@ -19,6 +19,7 @@
 //    group's ranks and this rank (the Gloo backend's wording).
 #pragma once
 
+#include "group_spec.h"
 #include "shard/communicator.h"
 
 #include <chrono>
@@ -29,13 +30,8 @@
 
 namespace shard::detail {
 
-struct NcclGroupSpec {
-  std::string name;               // group name, appears in errors
-  std::vector<int> global_ranks;  // members in group-rank order
-  int rank = 0;                   // this process's rank inside the group
+struct NcclGroupSpec : GroupSpec {
   int global_rank = 0;            // this process's global rank
-  // Default deadline of every collective and of connecting the group.
-  std::chrono::milliseconds timeout{std::chrono::minutes(3)};
   // CUDA device index of the communicator; -1 = the current device.
   int device = -1;
   // bf16/fp16 reductions: cast to fp32 on the collective's stream, reduce

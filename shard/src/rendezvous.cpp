@@ -452,13 +452,9 @@ class RendezvousImpl final : public Rendezvous {
     return connect_nccl_group(name, prefix, ranks);
 #else
     const int n = static_cast<int>(ranks.size());
-    const int grank = static_cast<int>(
-        std::lower_bound(ranks.begin(), ranks.end(), info_.rank) - ranks.begin());
     detail::GlooGroupSpec spec;
-    spec.name = name;
-    spec.global_ranks = ranks;
-    spec.rank = grank;
-    spec.timeout = options_.timeout;
+    static_cast<detail::GroupSpec&>(spec) = detail::group_spec(name, ranks, info_.rank, options_.timeout);
+    const int grank = spec.rank;
     if (n == 1) return detail::make_gloo_communicator(spec, nullptr);
 
     auto ctx = std::make_shared<gloo::rendezvous::Context>(grank, n);
@@ -506,14 +502,9 @@ class RendezvousImpl final : public Rendezvous {
   CommunicatorPtr connect_nccl_group(const std::string& name, const std::string& prefix,
                                      const std::vector<int>& ranks) {
 #ifdef GREENSHARD_CUDA
-    const int grank = static_cast<int>(
-        std::lower_bound(ranks.begin(), ranks.end(), info_.rank) - ranks.begin());
     detail::NcclGroupSpec spec;
-    spec.name = name;
-    spec.global_ranks = ranks;
-    spec.rank = grank;
+    static_cast<detail::GroupSpec&>(spec) = detail::group_spec(name, ranks, info_.rank, options_.timeout);
     spec.global_rank = info_.rank;
-    spec.timeout = options_.timeout;
     spec.device = -1;  // the current device (the worker sets LOCAL_RANK's)
     auto env_flag = [](const char* var, bool dflt) {
       const char* v = std::getenv(var);

@@ -107,6 +107,12 @@ using CommunicatorPtr = std::shared_ptr<Communicator>;
 // "[0, 1, 3]": how errors print a group's ranks.
 std::string format_ranks(const std::vector<int>& ranks);
 
+// How every backend's errors name a collective: "<op> (tag: <tag>) on group
+// '<group>' (global ranks [..]) at global rank G (group rank g)", with
+// "(untagged)" for an empty tag.
+std::string describe_collective(const char* op, const std::string& tag, const std::string& group,
+                                const std::vector<int>& global_ranks, int group_rank);
+
 // A Work that is already complete (used for size-1 groups and no-ops).
 WorkPtr completed_work();
 
