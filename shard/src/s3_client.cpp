@@ -29,13 +29,11 @@
 //     the query sorted by name with every "name=value" encoded
 //     (detail::canonical_query; "?uploads" is sent as "?uploads=").
 //
-// XML. The few responses we read (ListBucketResult,
-// InitiateMultipartUploadResult, CompleteMultipartUploadResult, Error) are
-// flat, so a small tag extractor reads them: element text cannot contain a raw
-// '<' (XML escapes it), so searching for "<Name>" / "</Name>" cannot be fooled
-// by a key's content; entities (&amp; &#38; ...) are decoded. No XML library.
+// XML: s3_xml.h.
 #include "s3_client.h"
 
+#include "s3_text.h"
+#include "s3_xml.h"
 #include "shard/object_store_url.h"
 
 #include <curl/curl.h>
@@ -70,17 +68,7 @@ void curl_global() {
   });
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_alnum(char c) { return is_digit(c) || is_lower(c) || (c >= 'A' && c <= 'Z'); }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && is_space(s[b])) ++b;
-  while (e > b && is_space(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
+bool is_alnum(char c) { return detail::is_digit(c) || detail::is_lower(c) || (c >= 'A' && c <= 'Z'); }
 
 // "" when e is http(s)://host[:port] (an optional trailing '/' allowed), with
 // *base set to it without the '/'; otherwise what is wrong with it
@@ -112,144 +100,6 @@ std::string s3_url(const std::string& bucket, const std::string& key) {
   return key.empty() ? "s3://" + bucket : "s3://" + bucket + "/" + key;
 }
 
-void append_utf8(std::string& out, unsigned long cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// XML character data with the predefined entities and character references decoded.
-std::string xml_unescape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '&') {
-      out += s[i];
-      continue;
-    }
-    size_t semi = s.find(';', i);
-    if (semi == std::string::npos || semi - i > 12) {
-      out += s[i];  // not an entity: keep the '&'
-      continue;
-    }
-    std::string ent = s.substr(i + 1, semi - i - 1);
-    unsigned long cp = 0;
-    bool ok = true;
-    if (ent == "amp") cp = '&';
-    else if (ent == "lt") cp = '<';
-    else if (ent == "gt") cp = '>';
-    else if (ent == "quot") cp = '"';
-    else if (ent == "apos") cp = '\'';
-    else if (ent.size() > 1 && ent[0] == '#') {
-      const bool hex = ent[1] == 'x' || ent[1] == 'X';
-      std::string digits = ent.substr(hex ? 2 : 1);
-      char* end = nullptr;
-      cp = digits.empty() ? 0 : std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
-      ok = !digits.empty() && end && *end == '\0' && cp > 0 && cp <= 0x10FFFF;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      out += s[i];
-      continue;
-    }
-    append_utf8(out, cp);
-    i = semi;
-  }
-  return out;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// The next element <name>, <name attrs...> or <name/> at or after pos: sets
-// [*inner_b, *inner_e) to its content and *after past its end tag.
-bool xml_find(const std::string& xml, const std::string& name, size_t pos, size_t* inner_b,
-              size_t* inner_e, size_t* after) {
-  const std::string open = "<" + name;
-  const std::string close = "</" + name + ">";
-  while (true) {
-    size_t p = xml.find(open, pos);
-    if (p == std::string::npos) return false;
-    size_t q = p + open.size();
-    if (q >= xml.size()) return false;
-    const char c = xml[q];
-    if (c != '>' && c != '/' && !is_space(c)) {  // a longer name, e.g. <KeyCount> for <Key>
-      pos = q;
-      continue;
-    }
-    size_t gt = xml.find('>', q);
-    if (gt == std::string::npos) return false;
-    if (xml[gt - 1] == '/') {  // <name/>
-      *inner_b = *inner_e = *after = gt + 1;
-      return true;
-    }
-    size_t e = xml.find(close, gt + 1);
-    if (e == std::string::npos) return false;
-    *inner_b = gt + 1;
-    *inner_e = e;
-    *after = e + close.size();
-    return true;
-  }
-}
-
-// Every element `name` of xml, raw (not unescaped): for <Contents> blocks.
-std::vector<std::string> xml_blocks(const std::string& xml, const std::string& name) {
-  std::vector<std::string> out;
-  size_t pos = 0, b = 0, e = 0;
-  while (xml_find(xml, name, pos, &b, &e, &pos)) out.push_back(xml.substr(b, e - b));
-  return out;
-}
-
-// Name of the root element ("" when there is none): skips the <?xml ...?>
-// declaration, comments and whitespace.
-std::string xml_root(const std::string& xml) {
-  size_t i = 0;
-  while (i < xml.size()) {
-    if (is_space(xml[i])) {
-      ++i;
-    } else if (xml.compare(i, 2, "<?") == 0) {
-      size_t e = xml.find("?>", i);
-      if (e == std::string::npos) return "";
-      i = e + 2;
-    } else if (xml.compare(i, 4, "<!--") == 0) {
-      size_t e = xml.find("-->", i);
-      if (e == std::string::npos) return "";
-      i = e + 3;
-    } else if (xml[i] == '<') {
-      size_t e = i + 1;
-      while (e < xml.size() && xml[e] != '>' && xml[e] != '/' && !is_space(xml[e])) ++e;
-      return xml.substr(i + 1, e - i - 1);
-    } else {
-      return "";
-    }
-  }
-  return "";
-}
-
 // Decoding for ListObjectsV2 with encoding-type=url (S3 encodes ' ' as '+').
 std::string url_decode_plus(const std::string& s) {
   std::string out;
@@ -277,7 +127,7 @@ std::string url_decode_plus(const std::string& s) {
 std::string excerpt(const std::string& body) {
   std::string out;
   for (char c : body.substr(0, 200)) out += (c >= 0x20 && c < 0x7F) ? c : ' ';
-  return trim(out);
+  return detail::trim(out);
 }
 
 std::string lower(std::string s) {
@@ -363,8 +213,8 @@ size_t on_header_impl(char* data, size_t size, size_t nitems, void* userdata) {
   }
   size_t colon = line.find(':');
   if (colon == std::string::npos) return n;
-  std::string name = lower(trim(line.substr(0, colon)));
-  std::string value = trim(line.substr(colon + 1));
+  std::string name = lower(detail::trim(line.substr(0, colon)));
+  std::string value = detail::trim(line.substr(colon + 1));
   if (name == "content-length" && t->resp->ok() && !t->req->dst && t->req->method == "GET") {
     const long long len = std::strtoll(value.c_str(), nullptr, 10);
     if (len > 0) t->resp->body.reserve(static_cast<size_t>(len));
@@ -496,9 +346,9 @@ std::string attempts_note(int attempts, double seconds) {
 
 Error http_error(const std::string& op, const Response& r) {
   std::string code, message;
-  if (xml_root(r.body) == "Error") {
-    code = trim(detail::xml_text(r.body, "Code").value_or(""));
-    message = trim(detail::xml_text(r.body, "Message").value_or(""));
+  if (detail::xml_root(r.body) == "Error") {
+    code = detail::trim(detail::xml_text(r.body, "Code").value_or(""));
+    message = detail::trim(detail::xml_text(r.body, "Message").value_or(""));
   }
   std::string what = "s3: " + op + ": HTTP " + std::to_string(r.status);
   if (!code.empty()) what += " " + code;
@@ -512,8 +362,8 @@ Error http_error(const std::string& op, const Response& r) {
 }
 
 std::string error_code(const Response& r) {
-  if (xml_root(r.body) != "Error") return "";
-  return trim(detail::xml_text(r.body, "Code").value_or(""));
+  if (detail::xml_root(r.body) != "Error") return "";
+  return detail::trim(detail::xml_text(r.body, "Code").value_or(""));
 }
 
 }  // namespace
@@ -568,12 +418,6 @@ std::string sha256_hex(const void* data, size_t n) {
   return out;
 }
 
-std::optional<std::string> xml_text(const std::string& xml, const std::string& name) {
-  size_t b = 0, e = 0, after = 0;
-  if (!xml_find(xml, name, 0, &b, &e, &after)) return std::nullopt;
-  return xml_unescape(xml.substr(b, e - b));
-}
-
 std::chrono::milliseconds backoff_delay(int attempt, std::chrono::milliseconds base, std::chrono::milliseconds cap,
                                         double u) {
   // min(cap, base * 2^attempt) without overflow: doubling stops at the cap.
@@ -626,7 +470,7 @@ std::optional<std::string> read_secret_file(const std::string& dir, const std::s
     }
   }
   ::close(fd);
-  content = trim(content);
+  content = detail::trim(content);
   if (content.empty() && required) {
     throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": " + name + " (" + path + ") is empty");
   }
@@ -647,7 +491,7 @@ double parse_number(const std::string& s, double lo, double hi) {
   bool dot = false, digit = false;
   for (char ch : s) {
     if (ch == '.' && !dot) dot = true;
-    else if (is_digit(ch)) digit = true;
+    else if (detail::is_digit(ch)) digit = true;
     else return nan;
   }
   if (!digit) return nan;
@@ -659,7 +503,9 @@ std::string check_region(const std::string& r) {
   if (r.empty()) return "is empty";
   if (r.size() > 64) return "is too long";
   for (char c : r) {
-    if (!(is_lower(c) || is_digit(c) || c == '-')) return "may only hold lowercase letters, digits and '-'";
+    if (!(detail::is_lower(c) || detail::is_digit(c) || c == '-')) {
+      return "may only hold lowercase letters, digits and '-'";
+    }
   }
   return "";
 }
@@ -872,7 +718,7 @@ struct Client::Impl {
                     static_cast<int>(resp.status));
       }
       if (rc == CURLE_OK) {
-        const bool error_200 = req.error_in_200 && resp.status == 200 && xml_root(resp.body) == "Error";
+        const bool error_200 = req.error_in_200 && resp.status == 200 && detail::xml_root(resp.body) == "Error";
         const bool retry = resp.ok() && !error_200 ? false : detail::transient_http(error_200 ? 0 : resp.status,
                                                                                      error_code(resp));
         if (!retry || !backoff(cfg, attempt, first)) return resp;
@@ -962,7 +808,7 @@ std::optional<int64_t> Client::head(const std::string& bucket, const std::string
   if (resp.status == 404) return std::nullopt;  // a HEAD error has no body to tell key from bucket
   if (!resp.ok()) throw http_error(op, resp);
   auto len = resp.header("content-length");
-  if (!len || len->empty() || !std::all_of(len->begin(), len->end(), is_digit)) {
+  if (!len || len->empty() || !std::all_of(len->begin(), len->end(), detail::is_digit)) {
     throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without a valid Content-Length",
                 static_cast<int>(resp.status));
   }
@@ -983,7 +829,7 @@ std::optional<std::string> Client::get(const std::string& bucket, const std::str
   }
   if (!resp.ok()) throw http_error(op, resp);
   if (auto len = resp.header("content-length")) {
-    if (!len->empty() && std::all_of(len->begin(), len->end(), is_digit) &&
+    if (!len->empty() && std::all_of(len->begin(), len->end(), detail::is_digit) &&
         std::stoull(*len) != resp.body.size()) {
       throw Error("s3: " + op + ": got " + std::to_string(resp.body.size()) + " bytes, Content-Length said " + *len,
                   static_cast<int>(resp.status));
@@ -1033,38 +879,38 @@ ListResult Client::list(const std::string& bucket, const std::string& prefix, co
     if (!token.empty()) r.query.emplace_back("continuation-token", token);
     Response resp = impl_->perform(r, op);
     if (!resp.ok()) throw http_error(op, resp);
-    if (xml_root(resp.body) != "ListBucketResult") {
+    if (detail::xml_root(resp.body) != "ListBucketResult") {
       throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " but no ListBucketResult in the response",
                   static_cast<int>(resp.status));
     }
     // With encoding-type=url S3 URL-encodes keys and prefixes (keys may hold
     // characters XML 1.0 cannot carry) and says so in <EncodingType>; a server
     // that ignores the parameter (s3rver) sends them plain.
-    const bool url_encoded = trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
+    const bool url_encoded = detail::trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
     auto decode = [&](const std::string& raw) {
-      const std::string s = xml_unescape(raw);
+      const std::string s = detail::xml_unescape(raw);
       return url_encoded ? url_decode_plus(s) : s;
     };
-    for (const std::string& block : xml_blocks(resp.body, "Contents")) {
+    for (const std::string& block : detail::xml_blocks(resp.body, "Contents")) {
       size_t b = 0, e = 0, after = 0;
-      if (!xml_find(block, "Key", 0, &b, &e, &after)) {
+      if (!detail::xml_find(block, "Key", 0, &b, &e, &after)) {
         throw Error("s3: " + op + ": a <Contents> without <Key>", static_cast<int>(resp.status));
       }
       std::string key = decode(block.substr(b, e - b));
       auto size = detail::xml_text(block, "Size");
-      const std::string sz = trim(size.value_or(""));
-      if (sz.empty() || !std::all_of(sz.begin(), sz.end(), is_digit)) {
+      const std::string sz = detail::trim(size.value_or(""));
+      if (sz.empty() || !std::all_of(sz.begin(), sz.end(), detail::is_digit)) {
         throw Error("s3: " + op + ": no valid <Size> for key " + key, static_cast<int>(resp.status));
       }
       out.objects.emplace_back(std::move(key), static_cast<int64_t>(std::stoll(sz)));
     }
-    for (const std::string& block : xml_blocks(resp.body, "CommonPrefixes")) {
+    for (const std::string& block : detail::xml_blocks(resp.body, "CommonPrefixes")) {
       size_t b = 0, e = 0, after = 0;
-      if (xml_find(block, "Prefix", 0, &b, &e, &after)) out.prefixes.push_back(decode(block.substr(b, e - b)));
+      if (detail::xml_find(block, "Prefix", 0, &b, &e, &after)) out.prefixes.push_back(decode(block.substr(b, e - b)));
     }
-    const bool truncated = trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
+    const bool truncated = detail::trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
     if (!truncated) break;
-    std::string next = trim(detail::xml_text(resp.body, "NextContinuationToken").value_or(""));
+    std::string next = detail::trim(detail::xml_text(resp.body, "NextContinuationToken").value_or(""));
     if (next.empty() || next == token) {
       throw Error("s3: " + op + ": IsTruncated without a new NextContinuationToken", static_cast<int>(resp.status));
     }
@@ -1097,8 +943,8 @@ std::string Client::create_multipart(const std::string& bucket, const std::strin
   const std::string op = "POST " + s3_url(bucket, key) + " (create multipart upload)";
   Response resp = impl_->perform(r, op);
   if (!resp.ok()) throw http_error(op, resp);
-  std::string id = trim(detail::xml_text(resp.body, "UploadId").value_or(""));
-  if (xml_root(resp.body) != "InitiateMultipartUploadResult" || id.empty()) {
+  std::string id = detail::trim(detail::xml_text(resp.body, "UploadId").value_or(""));
+  if (detail::xml_root(resp.body) != "InitiateMultipartUploadResult" || id.empty()) {
     throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without an UploadId",
                 static_cast<int>(resp.status));
   }
@@ -1147,7 +993,7 @@ void Client::complete_multipart(const std::string& bucket, const std::string& ke
       throw std::invalid_argument("s3: complete_multipart of " + s3_url(bucket, key) + ": empty ETag for part " +
                                   std::to_string(i + 1));
     }
-    body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + xml_escape(etags[i]) +
+    body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + detail::xml_escape(etags[i]) +
             "</ETag></Part>";
   }
   body += "</CompleteMultipartUpload>";
@@ -1164,8 +1010,8 @@ void Client::complete_multipart(const std::string& bucket, const std::string& ke
       "POST " + s3_url(bucket, key) + " (complete multipart upload, " + std::to_string(etags.size()) + " parts)";
   Response resp = impl_->perform(r, op);
   // S3 may answer 200 and still fail: the error then is the body.
-  if (!resp.ok() || xml_root(resp.body) == "Error") throw http_error(op, resp);
-  if (xml_root(resp.body) != "CompleteMultipartUploadResult") {
+  if (!resp.ok() || detail::xml_root(resp.body) == "Error") throw http_error(op, resp);
+  if (detail::xml_root(resp.body) != "CompleteMultipartUploadResult") {
     throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without a CompleteMultipartUploadResult",
                 static_cast<int>(resp.status));
   }
@@ -1203,27 +1049,27 @@ std::vector<Upload> Client::list_multipart(const std::string& bucket, const std:
     if (!id_marker.empty()) r.query.emplace_back("upload-id-marker", id_marker);
     Response resp = impl_->perform(r, op);
     if (!resp.ok()) throw http_error(op, resp);
-    if (xml_root(resp.body) != "ListMultipartUploadsResult") {
+    if (detail::xml_root(resp.body) != "ListMultipartUploadsResult") {
       throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) +
                       " but no ListMultipartUploadsResult in the response",
                   static_cast<int>(resp.status));
     }
-    const bool url_encoded = trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
-    for (const std::string& block : xml_blocks(resp.body, "Upload")) {
+    const bool url_encoded = detail::trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
+    for (const std::string& block : detail::xml_blocks(resp.body, "Upload")) {
       Upload u;
       u.key = detail::xml_text(block, "Key").value_or("");
       if (url_encoded) u.key = url_decode_plus(u.key);
-      u.upload_id = trim(detail::xml_text(block, "UploadId").value_or(""));
-      u.initiated = trim(detail::xml_text(block, "Initiated").value_or(""));
+      u.upload_id = detail::trim(detail::xml_text(block, "UploadId").value_or(""));
+      u.initiated = detail::trim(detail::xml_text(block, "Initiated").value_or(""));
       if (u.key.empty() || u.upload_id.empty()) {
         throw Error("s3: " + op + ": an <Upload> without <Key> or <UploadId>", static_cast<int>(resp.status));
       }
       out.push_back(std::move(u));
     }
-    const bool truncated = trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
+    const bool truncated = detail::trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
     if (!truncated) break;
-    std::string nk = trim(detail::xml_text(resp.body, "NextKeyMarker").value_or(""));
-    std::string ni = trim(detail::xml_text(resp.body, "NextUploadIdMarker").value_or(""));
+    std::string nk = detail::trim(detail::xml_text(resp.body, "NextKeyMarker").value_or(""));
+    std::string ni = detail::trim(detail::xml_text(resp.body, "NextUploadIdMarker").value_or(""));
     if (nk.empty() || (nk == key_marker && ni == id_marker)) {
       throw Error("s3: " + op + ": IsTruncated without new NextKeyMarker/NextUploadIdMarker",
                   static_cast<int>(resp.status));

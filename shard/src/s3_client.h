@@ -144,8 +144,6 @@ std::string uri_encode(const std::string& s, bool keep_slash);
 // both uri_encoded); the client sends exactly this string.
 std::string canonical_query(std::vector<std::pair<std::string, std::string>> params);
 std::string sha256_hex(const void* data, size_t n);
-// Text of the first <name>...</name> in xml (entities decoded); nullopt when absent.
-std::optional<std::string> xml_text(const std::string& xml, const std::string& name);
 // The sleep before the retry that follows failed attempt `attempt` (0-based):
 // u * min(cap, base * 2^attempt), u uniform in [0, 1) ("full jitter").
 // The one backoff rule of the client; `u` is injectable for tests.
