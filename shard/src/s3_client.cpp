@@ -1,43 +1,15 @@
 // S3 client on libcurl. See s3_client.h for the contract.
 //
-// Signing. libcurl signs every request (CURLOPT_AWS_SIGV4 "aws:amz:<region>:s3",
-// credentials through CURLOPT_USERNAME / CURLOPT_PASSWORD, which is USERPWD
-// without the "user:password" split, so an access key can hold any byte).
-// What libcurl 7.88 (Debian 12) does, from lib/http_aws_sigv4.c of that
-// release, and what this file does about each point:
-//   * It signs "host", "x-amz-date" and every header we pass in
-//     CURLOPT_HTTPHEADER (names lowercased, values trimmed), and nothing curl
-//     adds by itself (Content-Length, Expect, Accept). So every header we pass
-//     is really sent: never a "Name:" entry (curl would drop the header but
-//     still sign it).
-//   * It does not add x-amz-content-sha256 (S3 requires it), but since 7.87 it
-//     takes the payload hash of the canonical request from that header when we
-//     send one (it only hashes CURLOPT_POSTFIELDS otherwise; an upload body
-//     read through a callback would be signed as the empty string). So we
-//     always send x-amz-content-sha256, and its value is what gets signed:
-//       - bodiless requests: the SHA-256 of the empty string;
-//       - a body over https://: "UNSIGNED-PAYLOAD", which S3 accepts for any
-//         request (TLS already protects the body; the AWS SDKs do the same
-//         for S3 over HTTPS, and it saves hashing gigabytes of checkpoint);
-//       - a body over plain http:// (an in-cluster MinIO, say): the real
-//         SHA-256 of the body (OpenSSL libcrypto), so the signature covers
-//         the bytes too and S3 rejects a body changed on the way.
-//   * The canonical URI and query string are the URL's path and query exactly
-//     as given (7.88 neither re-encodes nor sorts them). So we build them
-//     canonical ourselves: the key RFC 3986-encoded once with '/' kept (S3's
-//     rule; CURLOPT_PATH_AS_IS stops curl from collapsing "." and ".."), and
-//     the query sorted by name with every "name=value" encoded
-//     (detail::canonical_query; "?uploads" is sent as "?uploads=").
-//
-// XML: s3_xml.h.
+// Signing: s3_signing.h (what libcurl signs, and what perform() does about
+// it). XML: s3_xml.h.
 #include "s3_client.h"
 
+#include "s3_signing.h"
 #include "s3_text.h"
 #include "s3_xml.h"
 #include "shard/object_store_url.h"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -56,7 +28,6 @@
 namespace shard::s3 {
 namespace {
 
-constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr size_t kMaxErrorBody = 64 * 1024;  // of a non-2xx response body we keep
 constexpr size_t kMaxPooledHandles = 32;
 
@@ -67,8 +38,6 @@ void curl_global() {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw std::runtime_error("s3: curl_global_init failed");
   });
 }
-
-bool is_alnum(char c) { return detail::is_digit(c) || detail::is_lower(c) || (c >= 'A' && c <= 'Z'); }
 
 // "" when e is http(s)://host[:port] (an optional trailing '/' allowed), with
 // *base set to it without the '/'; otherwise what is wrong with it
@@ -372,52 +341,6 @@ std::string error_code(const Response& r) {
 
 namespace detail {
 
-std::string uri_encode(const std::string& s, bool keep_slash) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size() * 3);
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (is_alnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
-      out += ch;
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
-std::string canonical_query(std::vector<std::pair<std::string, std::string>> params) {
-  for (auto& [k, v] : params) {
-    k = uri_encode(k, false);
-    v = uri_encode(v, false);
-  }
-  std::sort(params.begin(), params.end());
-  std::string out;
-  for (const auto& [k, v] : params) {
-    if (!out.empty()) out += '&';
-    out += k + "=" + v;
-  }
-  return out;
-}
-
-std::string sha256_hex(const void* data, size_t n) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr) != 1 || len != 32) {
-    throw std::runtime_error("s3: SHA-256 failed (OpenSSL EVP_Digest)");
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
-
 std::chrono::milliseconds backoff_delay(int attempt, std::chrono::milliseconds base, std::chrono::milliseconds cap,
                                         double u) {
   // min(cap, base * 2^attempt) without overflow: doubling stops at the cap.
@@ -633,14 +556,7 @@ struct Client::Impl {
   // backoff within retry_budget). Returns the last
   // response, whatever its status; throws Error when no response came.
   Response perform(const Request& req, const std::string& op) {
-    std::string url = base + "/" + req.bucket;
-    if (!req.key.empty()) url += "/" + detail::uri_encode(req.key, true);
-    const std::string query = detail::canonical_query(req.query);
-    if (!query.empty()) url += "?" + query;
-
-    // The payload hash curl signs (see the top of this file).
-    std::string payload_hash = kEmptySha256;
-    if (req.body_len > 0) payload_hash = https ? "UNSIGNED-PAYLOAD" : detail::sha256_hex(req.body, req.body_len);
+    const std::string url = detail::request_url(base, req.bucket, req.key, req.query);
 
     Slist headers;
     auto add_header = [&](const std::string& h) {
@@ -648,7 +564,7 @@ struct Client::Impl {
       if (!l) throw std::bad_alloc();
       if (!headers) headers.reset(l);  // later appends keep the same head
     };
-    add_header("x-amz-content-sha256: " + payload_hash);
+    add_header("x-amz-content-sha256: " + detail::payload_hash(req.body, req.body_len, https));
     if (!cfg.session_token.empty()) add_header("x-amz-security-token: " + cfg.session_token);
     for (const auto& h : req.headers) add_header(h);
 
@@ -752,7 +668,7 @@ Client::Client(Config config) : impl_(std::make_unique<Impl>()) {
     throw std::invalid_argument("s3: part size " + std::to_string(config.part_bytes) +
                                 " bytes is not within S3's 5 MiB .. 5 GiB");
   }
-  impl_->sigv4 = "aws:amz:" + config.region + ":s3";
+  impl_->sigv4 = detail::sigv4_param(config.region);
   impl_->cfg = std::move(config);
 }
 

@@ -1,7 +1,7 @@
 // A small, blocking S3 client for checkpoints (libcurl; path-style addressing).
 //
 // Requests are signed by libcurl itself (CURLOPT_AWS_SIGV4, "aws:amz:<region>:s3");
-// nothing here hand-writes SigV4. See s3_client.cpp for what libcurl 7.88 signs
+// nothing here hand-writes SigV4. See s3_signing.h for what libcurl 7.88 signs
 // and how the payload hash (x-amz-content-sha256) is chosen.
 //
 // Thread-safe: every call may run on any thread at the same time (each call
@@ -137,13 +137,6 @@ class Client {
 
 // Exposed for tests.
 namespace detail {
-// RFC 3986 percent-encoding (uppercase hex); unreserved characters stay, and
-// '/' stays too when keep_slash (object keys in the path).
-std::string uri_encode(const std::string& s, bool keep_slash);
-// The canonical query string SigV4 expects (sorted by name, "name=value",
-// both uri_encoded); the client sends exactly this string.
-std::string canonical_query(std::vector<std::pair<std::string, std::string>> params);
-std::string sha256_hex(const void* data, size_t n);
 // The sleep before the retry that follows failed attempt `attempt` (0-based):
 // u * min(cap, base * 2^attempt), u uniform in [0, 1) ("full jitter").
 // The one backoff rule of the client; `u` is injectable for tests.
