@@ -8,6 +8,7 @@ if(NOT TARGET shard_s3)
   add_library(shard_s3 STATIC
     ${CMAKE_CURRENT_LIST_DIR}/src/s3_xml.cpp
     ${CMAKE_CURRENT_LIST_DIR}/src/s3_signing.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/src/s3_config.cpp
     ${CMAKE_CURRENT_LIST_DIR}/src/s3_client.cpp)
   # include/: shard/object_store_error.h and shard/object_store_url.h.
   target_include_directories(shard_s3 PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
