@@ -78,7 +78,7 @@ class CheckpointStore {
 };
 
 // The store for `root`: S3 when it starts with "s3://" (endpoint, region
-// and credentials from the environment, see s3_client.h), a local directory
+// and credentials from the environment, see s3_config.h), a local directory
 // otherwise. Throws std::invalid_argument naming what is wrong (a bad URL or
 // a missing variable).
 std::shared_ptr<CheckpointStore> open_checkpoint_store(const std::string& root);

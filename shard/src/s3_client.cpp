@@ -1,64 +1,28 @@
-// S3 client on libcurl. See s3_client.h for the contract.
-//
-// Signing. libcurl signs every request (CURLOPT_AWS_SIGV4 "aws:amz:<region>:s3",
-// credentials through CURLOPT_USERNAME / CURLOPT_PASSWORD, which is USERPWD
-// without the "user:password" split, so an access key can hold any byte).
-// What libcurl 7.88 (Debian 12) does, from lib/http_aws_sigv4.c of that
-// release, and what this file does about each point:
-//   * It signs "host", "x-amz-date" and every header we pass in
-//     CURLOPT_HTTPHEADER (names lowercased, values trimmed), and nothing curl
-//     adds by itself (Content-Length, Expect, Accept). So every header we pass
-//     is really sent: never a "Name:" entry (curl would drop the header but
-//     still sign it).
-//   * It does not add x-amz-content-sha256 (S3 requires it), but since 7.87 it
-//     takes the payload hash of the canonical request from that header when we
-//     send one (it only hashes CURLOPT_POSTFIELDS otherwise; an upload body
-//     read through a callback would be signed as the empty string). So we
-//     always send x-amz-content-sha256, and its value is what gets signed:
-//       - bodiless requests: the SHA-256 of the empty string;
-//       - a body over https://: "UNSIGNED-PAYLOAD", which S3 accepts for any
-//         request (TLS already protects the body; the AWS SDKs do the same
-//         for S3 over HTTPS, and it saves hashing gigabytes of checkpoint);
-//       - a body over plain http:// (an in-cluster MinIO, say): the real
-//         SHA-256 of the body (OpenSSL libcrypto), so the signature covers
-//         the bytes too and S3 rejects a body changed on the way.
-//   * The canonical URI and query string are the URL's path and query exactly
-//     as given (7.88 neither re-encodes nor sorts them). So we build them
-//     canonical ourselves: the key RFC 3986-encoded once with '/' kept (S3's
-//     rule; CURLOPT_PATH_AS_IS stops curl from collapsing "." and ".."), and
-//     the query sorted by name with every "name=value" encoded
-//     (detail::canonical_query; "?uploads" is sent as "?uploads=").
-//
-// XML. The few responses we read (ListBucketResult,
-// InitiateMultipartUploadResult, CompleteMultipartUploadResult, Error) are
-// flat, so a small tag extractor reads them: element text cannot contain a raw
-// '<' (XML escapes it), so searching for "<Name>" / "</Name>" cannot be fooled
-// by a key's content; entities (&amp; &#38; ...) are decoded. No XML library.
+// S3 client on libcurl: the transport (Client::Impl::perform: pooled easy
+// handles, retries) and the operations on it. See s3_client.h for the
+// contract; the other parts: s3_config.h (Config, the environment),
+// s3_signing.h (what libcurl signs, and what perform() does about it),
+// s3_xml.h (the responses read).
 #include "s3_client.h"
 
+#include "s3_signing.h"
+#include "s3_text.h"
+#include "s3_xml.h"
 #include "shard/object_store_url.h"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <mutex>
 #include <random>
-#include <sys/stat.h>
 #include <thread>
 
 namespace shard::s3 {
 namespace {
 
-constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 constexpr size_t kMaxErrorBody = 64 * 1024;  // of a non-2xx response body we keep
 constexpr size_t kMaxPooledHandles = 32;
 
@@ -68,27 +32,6 @@ void curl_global() {
   std::call_once(g_curl_once, [] {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw std::runtime_error("s3: curl_global_init failed");
   });
-}
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_alnum(char c) { return is_digit(c) || is_lower(c) || (c >= 'A' && c <= 'Z'); }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && is_space(s[b])) ++b;
-  while (e > b && is_space(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
-
-// "" when e is http(s)://host[:port] (an optional trailing '/' allowed), with
-// *base set to it without the '/'; otherwise what is wrong with it
-// (shard/object_store_url.h: the rules the controller checks too).
-std::string check_endpoint(const std::string& e, std::string* base, bool* https) {
-  std::string why = object_store_endpoint_problem(e, base);
-  if (why.empty()) *https = e.rfind("https://", 0) == 0;
-  return why;
 }
 
 // "" when the bucket name follows the S3 naming rules, else why not.
@@ -110,144 +53,6 @@ void require_key(const std::string& bucket, const std::string& key) {
 
 std::string s3_url(const std::string& bucket, const std::string& key) {
   return key.empty() ? "s3://" + bucket : "s3://" + bucket + "/" + key;
-}
-
-void append_utf8(std::string& out, unsigned long cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// XML character data with the predefined entities and character references decoded.
-std::string xml_unescape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '&') {
-      out += s[i];
-      continue;
-    }
-    size_t semi = s.find(';', i);
-    if (semi == std::string::npos || semi - i > 12) {
-      out += s[i];  // not an entity: keep the '&'
-      continue;
-    }
-    std::string ent = s.substr(i + 1, semi - i - 1);
-    unsigned long cp = 0;
-    bool ok = true;
-    if (ent == "amp") cp = '&';
-    else if (ent == "lt") cp = '<';
-    else if (ent == "gt") cp = '>';
-    else if (ent == "quot") cp = '"';
-    else if (ent == "apos") cp = '\'';
-    else if (ent.size() > 1 && ent[0] == '#') {
-      const bool hex = ent[1] == 'x' || ent[1] == 'X';
-      std::string digits = ent.substr(hex ? 2 : 1);
-      char* end = nullptr;
-      cp = digits.empty() ? 0 : std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
-      ok = !digits.empty() && end && *end == '\0' && cp > 0 && cp <= 0x10FFFF;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      out += s[i];
-      continue;
-    }
-    append_utf8(out, cp);
-    i = semi;
-  }
-  return out;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// The next element <name>, <name attrs...> or <name/> at or after pos: sets
-// [*inner_b, *inner_e) to its content and *after past its end tag.
-bool xml_find(const std::string& xml, const std::string& name, size_t pos, size_t* inner_b,
-              size_t* inner_e, size_t* after) {
-  const std::string open = "<" + name;
-  const std::string close = "</" + name + ">";
-  while (true) {
-    size_t p = xml.find(open, pos);
-    if (p == std::string::npos) return false;
-    size_t q = p + open.size();
-    if (q >= xml.size()) return false;
-    const char c = xml[q];
-    if (c != '>' && c != '/' && !is_space(c)) {  // a longer name, e.g. <KeyCount> for <Key>
-      pos = q;
-      continue;
-    }
-    size_t gt = xml.find('>', q);
-    if (gt == std::string::npos) return false;
-    if (xml[gt - 1] == '/') {  // <name/>
-      *inner_b = *inner_e = *after = gt + 1;
-      return true;
-    }
-    size_t e = xml.find(close, gt + 1);
-    if (e == std::string::npos) return false;
-    *inner_b = gt + 1;
-    *inner_e = e;
-    *after = e + close.size();
-    return true;
-  }
-}
-
-// Every element `name` of xml, raw (not unescaped): for <Contents> blocks.
-std::vector<std::string> xml_blocks(const std::string& xml, const std::string& name) {
-  std::vector<std::string> out;
-  size_t pos = 0, b = 0, e = 0;
-  while (xml_find(xml, name, pos, &b, &e, &pos)) out.push_back(xml.substr(b, e - b));
-  return out;
-}
-
-// Name of the root element ("" when there is none): skips the <?xml ...?>
-// declaration, comments and whitespace.
-std::string xml_root(const std::string& xml) {
-  size_t i = 0;
-  while (i < xml.size()) {
-    if (is_space(xml[i])) {
-      ++i;
-    } else if (xml.compare(i, 2, "<?") == 0) {
-      size_t e = xml.find("?>", i);
-      if (e == std::string::npos) return "";
-      i = e + 2;
-    } else if (xml.compare(i, 4, "<!--") == 0) {
-      size_t e = xml.find("-->", i);
-      if (e == std::string::npos) return "";
-      i = e + 3;
-    } else if (xml[i] == '<') {
-      size_t e = i + 1;
-      while (e < xml.size() && xml[e] != '>' && xml[e] != '/' && !is_space(xml[e])) ++e;
-      return xml.substr(i + 1, e - i - 1);
-    } else {
-      return "";
-    }
-  }
-  return "";
 }
 
 // Decoding for ListObjectsV2 with encoding-type=url (S3 encodes ' ' as '+').
@@ -277,7 +82,7 @@ std::string url_decode_plus(const std::string& s) {
 std::string excerpt(const std::string& body) {
   std::string out;
   for (char c : body.substr(0, 200)) out += (c >= 0x20 && c < 0x7F) ? c : ' ';
-  return trim(out);
+  return detail::trim(out);
 }
 
 std::string lower(std::string s) {
@@ -285,10 +90,6 @@ std::string lower(std::string s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return s;
-}
-
-bool has_control(const std::string& s) {
-  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
 }
 
 // ---------------------------------------------------------------- requests --
@@ -363,8 +164,8 @@ size_t on_header_impl(char* data, size_t size, size_t nitems, void* userdata) {
   }
   size_t colon = line.find(':');
   if (colon == std::string::npos) return n;
-  std::string name = lower(trim(line.substr(0, colon)));
-  std::string value = trim(line.substr(colon + 1));
+  std::string name = lower(detail::trim(line.substr(0, colon)));
+  std::string value = detail::trim(line.substr(colon + 1));
   if (name == "content-length" && t->resp->ok() && !t->req->dst && t->req->method == "GET") {
     const long long len = std::strtoll(value.c_str(), nullptr, 10);
     if (len > 0) t->resp->body.reserve(static_cast<size_t>(len));
@@ -496,9 +297,9 @@ std::string attempts_note(int attempts, double seconds) {
 
 Error http_error(const std::string& op, const Response& r) {
   std::string code, message;
-  if (xml_root(r.body) == "Error") {
-    code = trim(detail::xml_text(r.body, "Code").value_or(""));
-    message = trim(detail::xml_text(r.body, "Message").value_or(""));
+  if (detail::xml_root(r.body) == "Error") {
+    code = detail::trim(detail::xml_text(r.body, "Code").value_or(""));
+    message = detail::trim(detail::xml_text(r.body, "Message").value_or(""));
   }
   std::string what = "s3: " + op + ": HTTP " + std::to_string(r.status);
   if (!code.empty()) what += " " + code;
@@ -512,8 +313,8 @@ Error http_error(const std::string& op, const Response& r) {
 }
 
 std::string error_code(const Response& r) {
-  if (xml_root(r.body) != "Error") return "";
-  return trim(detail::xml_text(r.body, "Code").value_or(""));
+  if (detail::xml_root(r.body) != "Error") return "";
+  return detail::trim(detail::xml_text(r.body, "Code").value_or(""));
 }
 
 }  // namespace
@@ -521,58 +322,6 @@ std::string error_code(const Response& r) {
 // ------------------------------------------------------------------ detail --
 
 namespace detail {
-
-std::string uri_encode(const std::string& s, bool keep_slash) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size() * 3);
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (is_alnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
-      out += ch;
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
-std::string canonical_query(std::vector<std::pair<std::string, std::string>> params) {
-  for (auto& [k, v] : params) {
-    k = uri_encode(k, false);
-    v = uri_encode(v, false);
-  }
-  std::sort(params.begin(), params.end());
-  std::string out;
-  for (const auto& [k, v] : params) {
-    if (!out.empty()) out += '&';
-    out += k + "=" + v;
-  }
-  return out;
-}
-
-std::string sha256_hex(const void* data, size_t n) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr) != 1 || len != 32) {
-    throw std::runtime_error("s3: SHA-256 failed (OpenSSL EVP_Digest)");
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
-
-std::optional<std::string> xml_text(const std::string& xml, const std::string& name) {
-  size_t b = 0, e = 0, after = 0;
-  if (!xml_find(xml, name, 0, &b, &e, &after)) return std::nullopt;
-  return xml_unescape(xml.substr(b, e - b));
-}
 
 std::chrono::milliseconds backoff_delay(int attempt, std::chrono::milliseconds base, std::chrono::milliseconds cap,
                                         double u) {
@@ -591,158 +340,6 @@ bool transient_http(long status, const std::string& code) {
 }
 
 }  // namespace detail
-
-// ------------------------------------------------------------- environment --
-
-namespace {
-
-// The content of dir/name, trimmed. nullopt when the file does not exist and
-// !required; std::invalid_argument naming it on any other failure.
-std::optional<std::string> read_secret_file(const std::string& dir, const std::string& name, bool required) {
-  const std::string path = dir + "/" + name;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT && !required) return std::nullopt;
-    throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": cannot read " + name + " (" + path +
-                                "): " + std::strerror(err));
-  }
-  std::string content;
-  char buf[4096];
-  while (true) {
-    ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": cannot read " + name + " (" + path +
-                                  "): " + std::strerror(err));
-    }
-    if (r == 0) break;
-    content.append(buf, static_cast<size_t>(r));
-    if (content.size() > (1 << 20)) {
-      ::close(fd);
-      throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": " + name + " is larger than 1 MiB");
-    }
-  }
-  ::close(fd);
-  content = trim(content);
-  if (content.empty() && required) {
-    throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + dir + ": " + name + " (" + path + ") is empty");
-  }
-  if (content.empty()) return std::nullopt;
-  return content;
-}
-
-void check_credential(const std::string& name, const std::string& value) {
-  if (has_control(value)) {
-    throw std::invalid_argument("s3: " + name + " holds a control character (a stray newline?)");
-  }
-}
-
-// The decimal number s ("30", "2.5") when it lies in [lo, hi]; NaN otherwise.
-double parse_number(const std::string& s, double lo, double hi) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (s.empty() || s.size() > 32) return nan;
-  bool dot = false, digit = false;
-  for (char ch : s) {
-    if (ch == '.' && !dot) dot = true;
-    else if (is_digit(ch)) digit = true;
-    else return nan;
-  }
-  if (!digit) return nan;
-  const double v = std::strtod(s.c_str(), nullptr);
-  return v >= lo && v <= hi ? v : nan;
-}
-
-std::string check_region(const std::string& r) {
-  if (r.empty()) return "is empty";
-  if (r.size() > 64) return "is too long";
-  for (char c : r) {
-    if (!(is_lower(c) || is_digit(c) || c == '-')) return "may only hold lowercase letters, digits and '-'";
-  }
-  return "";
-}
-
-}  // namespace
-
-Config config_from_env(const std::function<const char*(const char*)>& getenv_fn) {
-  auto get = [&](const char* name) -> std::optional<std::string> {
-    const char* v = getenv_fn ? getenv_fn(name) : std::getenv(name);
-    if (!v || !*v) return std::nullopt;
-    return std::string(v);
-  };
-  Config c;
-
-  std::string ep_var = "AWS_ENDPOINT_URL_S3";
-  auto ep = get("AWS_ENDPOINT_URL_S3");
-  if (!ep) {
-    ep_var = "AWS_ENDPOINT_URL";
-    ep = get("AWS_ENDPOINT_URL");
-  }
-  if (!ep) {
-    throw std::invalid_argument(
-        "s3: AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL) is not set; it names the S3 endpoint, e.g. "
-        "http://minio:9000 or https://s3.us-east-1.amazonaws.com");
-  }
-  bool https = false;
-  std::string why = check_endpoint(*ep, &c.endpoint, &https);
-  if (!why.empty()) {
-    throw std::invalid_argument("s3: " + ep_var + "=" + *ep + " " + why + " (want http(s)://host[:port])");
-  }
-
-  if (auto r = get("AWS_REGION")) {
-    why = check_region(*r);
-    if (!why.empty()) throw std::invalid_argument("s3: AWS_REGION=" + *r + " " + why);
-    c.region = *r;
-  } else if (auto dr = get("AWS_DEFAULT_REGION")) {
-    why = check_region(*dr);
-    if (!why.empty()) throw std::invalid_argument("s3: AWS_DEFAULT_REGION=" + *dr + " " + why);
-    c.region = *dr;
-  }
-
-  if (auto dir = get("GREENSHARD_S3_SECRET_DIR")) {
-    struct stat st {};
-    if (::stat(dir->c_str(), &st) != 0) {
-      throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + *dir + ": " + std::strerror(errno));
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      throw std::invalid_argument("s3: GREENSHARD_S3_SECRET_DIR=" + *dir + " is not a directory");
-    }
-    c.access_key = *read_secret_file(*dir, "AWS_ACCESS_KEY_ID", true);
-    c.secret_key = *read_secret_file(*dir, "AWS_SECRET_ACCESS_KEY", true);
-    c.session_token = read_secret_file(*dir, "AWS_SESSION_TOKEN", false).value_or("");
-  } else {
-    auto ak = get("AWS_ACCESS_KEY_ID");
-    if (!ak) throw std::invalid_argument("s3: AWS_ACCESS_KEY_ID is not set (or set GREENSHARD_S3_SECRET_DIR)");
-    auto sk = get("AWS_SECRET_ACCESS_KEY");
-    if (!sk) throw std::invalid_argument("s3: AWS_SECRET_ACCESS_KEY is not set (or set GREENSHARD_S3_SECRET_DIR)");
-    c.access_key = *ak;
-    c.secret_key = *sk;
-    c.session_token = get("AWS_SESSION_TOKEN").value_or("");
-  }
-  check_credential("AWS_ACCESS_KEY_ID", c.access_key);
-  check_credential("AWS_SECRET_ACCESS_KEY", c.secret_key);
-  check_credential("AWS_SESSION_TOKEN", c.session_token);
-
-  if (auto v = get("GREENSHARD_S3_RETRY_SECONDS")) {
-    const double s = parse_number(*v, 0, 86400);
-    if (!(s >= 0)) {  // (NaN: not a number)
-      throw std::invalid_argument("s3: GREENSHARD_S3_RETRY_SECONDS=" + *v +
-                                  " is not a number of seconds in [0, 86400] (the retry budget of each request)");
-    }
-    c.retry_budget = std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5));
-  }
-  if (auto v = get("GREENSHARD_S3_PART_MIB")) {
-    const double mib = parse_number(*v, 5, 5120);
-    if (!(mib >= 0) || mib != static_cast<double>(static_cast<int64_t>(mib))) {
-      throw std::invalid_argument("s3: GREENSHARD_S3_PART_MIB=" + *v +
-                                  " is not a whole number of MiB in [5, 5120] (S3's part size limits)");
-    }
-    c.part_bytes = static_cast<size_t>(mib) << 20;
-  }
-  return c;
-}
 
 // ------------------------------------------------------------------- client --
 
@@ -787,14 +384,7 @@ struct Client::Impl {
   // backoff within retry_budget). Returns the last
   // response, whatever its status; throws Error when no response came.
   Response perform(const Request& req, const std::string& op) {
-    std::string url = base + "/" + req.bucket;
-    if (!req.key.empty()) url += "/" + detail::uri_encode(req.key, true);
-    const std::string query = detail::canonical_query(req.query);
-    if (!query.empty()) url += "?" + query;
-
-    // The payload hash curl signs (see the top of this file).
-    std::string payload_hash = kEmptySha256;
-    if (req.body_len > 0) payload_hash = https ? "UNSIGNED-PAYLOAD" : detail::sha256_hex(req.body, req.body_len);
+    const std::string url = detail::request_url(base, req.bucket, req.key, req.query);
 
     Slist headers;
     auto add_header = [&](const std::string& h) {
@@ -802,7 +392,7 @@ struct Client::Impl {
       if (!l) throw std::bad_alloc();
       if (!headers) headers.reset(l);  // later appends keep the same head
     };
-    add_header("x-amz-content-sha256: " + payload_hash);
+    add_header("x-amz-content-sha256: " + detail::payload_hash(req.body, req.body_len, https));
     if (!cfg.session_token.empty()) add_header("x-amz-security-token: " + cfg.session_token);
     for (const auto& h : req.headers) add_header(h);
 
@@ -872,7 +462,7 @@ struct Client::Impl {
                     static_cast<int>(resp.status));
       }
       if (rc == CURLE_OK) {
-        const bool error_200 = req.error_in_200 && resp.status == 200 && xml_root(resp.body) == "Error";
+        const bool error_200 = req.error_in_200 && resp.status == 200 && detail::xml_root(resp.body) == "Error";
         const bool retry = resp.ok() && !error_200 ? false : detail::transient_http(error_200 ? 0 : resp.status,
                                                                                      error_code(resp));
         if (!retry || !backoff(cfg, attempt, first)) return resp;
@@ -890,15 +480,15 @@ struct Client::Impl {
 
 Client::Client(Config config) : impl_(std::make_unique<Impl>()) {
   curl_global();
-  std::string why = check_endpoint(config.endpoint, &impl_->base, &impl_->https);
+  std::string why = detail::check_endpoint(config.endpoint, &impl_->base, &impl_->https);
   if (!why.empty()) {
     throw std::invalid_argument("s3: endpoint \"" + config.endpoint + "\" " + why + " (want http(s)://host[:port])");
   }
-  why = check_region(config.region);
+  why = detail::check_region(config.region);
   if (!why.empty()) throw std::invalid_argument("s3: region \"" + config.region + "\" " + why);
-  check_credential("access key", config.access_key);
-  check_credential("secret key", config.secret_key);
-  check_credential("session token", config.session_token);
+  detail::check_credential("access key", config.access_key);
+  detail::check_credential("secret key", config.secret_key);
+  detail::check_credential("session token", config.session_token);
   if (config.retry_budget.count() < 0 || config.retry_base.count() < 0 || config.retry_cap.count() < 0) {
     throw std::invalid_argument("s3: negative retry budget, base or cap");
   }
@@ -906,7 +496,7 @@ Client::Client(Config config) : impl_(std::make_unique<Impl>()) {
     throw std::invalid_argument("s3: part size " + std::to_string(config.part_bytes) +
                                 " bytes is not within S3's 5 MiB .. 5 GiB");
   }
-  impl_->sigv4 = "aws:amz:" + config.region + ":s3";
+  impl_->sigv4 = detail::sigv4_param(config.region);
   impl_->cfg = std::move(config);
 }
 
@@ -962,7 +552,7 @@ std::optional<int64_t> Client::head(const std::string& bucket, const std::string
   if (resp.status == 404) return std::nullopt;  // a HEAD error has no body to tell key from bucket
   if (!resp.ok()) throw http_error(op, resp);
   auto len = resp.header("content-length");
-  if (!len || len->empty() || !std::all_of(len->begin(), len->end(), is_digit)) {
+  if (!len || len->empty() || !std::all_of(len->begin(), len->end(), detail::is_digit)) {
     throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without a valid Content-Length",
                 static_cast<int>(resp.status));
   }
@@ -983,7 +573,7 @@ std::optional<std::string> Client::get(const std::string& bucket, const std::str
   }
   if (!resp.ok()) throw http_error(op, resp);
   if (auto len = resp.header("content-length")) {
-    if (!len->empty() && std::all_of(len->begin(), len->end(), is_digit) &&
+    if (!len->empty() && std::all_of(len->begin(), len->end(), detail::is_digit) &&
         std::stoull(*len) != resp.body.size()) {
       throw Error("s3: " + op + ": got " + std::to_string(resp.body.size()) + " bytes, Content-Length said " + *len,
                   static_cast<int>(resp.status));
@@ -1033,38 +623,38 @@ ListResult Client::list(const std::string& bucket, const std::string& prefix, co
     if (!token.empty()) r.query.emplace_back("continuation-token", token);
     Response resp = impl_->perform(r, op);
     if (!resp.ok()) throw http_error(op, resp);
-    if (xml_root(resp.body) != "ListBucketResult") {
+    if (detail::xml_root(resp.body) != "ListBucketResult") {
       throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " but no ListBucketResult in the response",
                   static_cast<int>(resp.status));
     }
     // With encoding-type=url S3 URL-encodes keys and prefixes (keys may hold
     // characters XML 1.0 cannot carry) and says so in <EncodingType>; a server
     // that ignores the parameter (s3rver) sends them plain.
-    const bool url_encoded = trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
+    const bool url_encoded = detail::trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
     auto decode = [&](const std::string& raw) {
-      const std::string s = xml_unescape(raw);
+      const std::string s = detail::xml_unescape(raw);
       return url_encoded ? url_decode_plus(s) : s;
     };
-    for (const std::string& block : xml_blocks(resp.body, "Contents")) {
+    for (const std::string& block : detail::xml_blocks(resp.body, "Contents")) {
       size_t b = 0, e = 0, after = 0;
-      if (!xml_find(block, "Key", 0, &b, &e, &after)) {
+      if (!detail::xml_find(block, "Key", 0, &b, &e, &after)) {
         throw Error("s3: " + op + ": a <Contents> without <Key>", static_cast<int>(resp.status));
       }
       std::string key = decode(block.substr(b, e - b));
       auto size = detail::xml_text(block, "Size");
-      const std::string sz = trim(size.value_or(""));
-      if (sz.empty() || !std::all_of(sz.begin(), sz.end(), is_digit)) {
+      const std::string sz = detail::trim(size.value_or(""));
+      if (sz.empty() || !std::all_of(sz.begin(), sz.end(), detail::is_digit)) {
         throw Error("s3: " + op + ": no valid <Size> for key " + key, static_cast<int>(resp.status));
       }
       out.objects.emplace_back(std::move(key), static_cast<int64_t>(std::stoll(sz)));
     }
-    for (const std::string& block : xml_blocks(resp.body, "CommonPrefixes")) {
+    for (const std::string& block : detail::xml_blocks(resp.body, "CommonPrefixes")) {
       size_t b = 0, e = 0, after = 0;
-      if (xml_find(block, "Prefix", 0, &b, &e, &after)) out.prefixes.push_back(decode(block.substr(b, e - b)));
+      if (detail::xml_find(block, "Prefix", 0, &b, &e, &after)) out.prefixes.push_back(decode(block.substr(b, e - b)));
     }
-    const bool truncated = trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
+    const bool truncated = detail::trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
     if (!truncated) break;
-    std::string next = trim(detail::xml_text(resp.body, "NextContinuationToken").value_or(""));
+    std::string next = detail::trim(detail::xml_text(resp.body, "NextContinuationToken").value_or(""));
     if (next.empty() || next == token) {
       throw Error("s3: " + op + ": IsTruncated without a new NextContinuationToken", static_cast<int>(resp.status));
     }
@@ -1097,8 +687,8 @@ std::string Client::create_multipart(const std::string& bucket, const std::strin
   const std::string op = "POST " + s3_url(bucket, key) + " (create multipart upload)";
   Response resp = impl_->perform(r, op);
   if (!resp.ok()) throw http_error(op, resp);
-  std::string id = trim(detail::xml_text(resp.body, "UploadId").value_or(""));
-  if (xml_root(resp.body) != "InitiateMultipartUploadResult" || id.empty()) {
+  std::string id = detail::trim(detail::xml_text(resp.body, "UploadId").value_or(""));
+  if (detail::xml_root(resp.body) != "InitiateMultipartUploadResult" || id.empty()) {
     throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without an UploadId",
                 static_cast<int>(resp.status));
   }
@@ -1147,7 +737,7 @@ void Client::complete_multipart(const std::string& bucket, const std::string& ke
       throw std::invalid_argument("s3: complete_multipart of " + s3_url(bucket, key) + ": empty ETag for part " +
                                   std::to_string(i + 1));
     }
-    body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + xml_escape(etags[i]) +
+    body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + detail::xml_escape(etags[i]) +
             "</ETag></Part>";
   }
   body += "</CompleteMultipartUpload>";
@@ -1164,8 +754,8 @@ void Client::complete_multipart(const std::string& bucket, const std::string& ke
       "POST " + s3_url(bucket, key) + " (complete multipart upload, " + std::to_string(etags.size()) + " parts)";
   Response resp = impl_->perform(r, op);
   // S3 may answer 200 and still fail: the error then is the body.
-  if (!resp.ok() || xml_root(resp.body) == "Error") throw http_error(op, resp);
-  if (xml_root(resp.body) != "CompleteMultipartUploadResult") {
+  if (!resp.ok() || detail::xml_root(resp.body) == "Error") throw http_error(op, resp);
+  if (detail::xml_root(resp.body) != "CompleteMultipartUploadResult") {
     throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) + " without a CompleteMultipartUploadResult",
                 static_cast<int>(resp.status));
   }
@@ -1203,27 +793,27 @@ std::vector<Upload> Client::list_multipart(const std::string& bucket, const std:
     if (!id_marker.empty()) r.query.emplace_back("upload-id-marker", id_marker);
     Response resp = impl_->perform(r, op);
     if (!resp.ok()) throw http_error(op, resp);
-    if (xml_root(resp.body) != "ListMultipartUploadsResult") {
+    if (detail::xml_root(resp.body) != "ListMultipartUploadsResult") {
       throw Error("s3: " + op + ": HTTP " + std::to_string(resp.status) +
                       " but no ListMultipartUploadsResult in the response",
                   static_cast<int>(resp.status));
     }
-    const bool url_encoded = trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
-    for (const std::string& block : xml_blocks(resp.body, "Upload")) {
+    const bool url_encoded = detail::trim(detail::xml_text(resp.body, "EncodingType").value_or("")) == "url";
+    for (const std::string& block : detail::xml_blocks(resp.body, "Upload")) {
       Upload u;
       u.key = detail::xml_text(block, "Key").value_or("");
       if (url_encoded) u.key = url_decode_plus(u.key);
-      u.upload_id = trim(detail::xml_text(block, "UploadId").value_or(""));
-      u.initiated = trim(detail::xml_text(block, "Initiated").value_or(""));
+      u.upload_id = detail::trim(detail::xml_text(block, "UploadId").value_or(""));
+      u.initiated = detail::trim(detail::xml_text(block, "Initiated").value_or(""));
       if (u.key.empty() || u.upload_id.empty()) {
         throw Error("s3: " + op + ": an <Upload> without <Key> or <UploadId>", static_cast<int>(resp.status));
       }
       out.push_back(std::move(u));
     }
-    const bool truncated = trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
+    const bool truncated = detail::trim(detail::xml_text(resp.body, "IsTruncated").value_or("false")) == "true";
     if (!truncated) break;
-    std::string nk = trim(detail::xml_text(resp.body, "NextKeyMarker").value_or(""));
-    std::string ni = trim(detail::xml_text(resp.body, "NextUploadIdMarker").value_or(""));
+    std::string nk = detail::trim(detail::xml_text(resp.body, "NextKeyMarker").value_or(""));
+    std::string ni = detail::trim(detail::xml_text(resp.body, "NextUploadIdMarker").value_or(""));
     if (nk.empty() || (nk == key_marker && ni == id_marker)) {
       throw Error("s3: " + op + ": IsTruncated without new NextKeyMarker/NextUploadIdMarker",
                   static_cast<int>(resp.status));

@@ -1,18 +1,20 @@
 // A small, blocking S3 client for checkpoints (libcurl; path-style addressing).
 //
 // Requests are signed by libcurl itself (CURLOPT_AWS_SIGV4, "aws:amz:<region>:s3");
-// nothing here hand-writes SigV4. See s3_client.cpp for what libcurl 7.88 signs
+// nothing here hand-writes SigV4. See s3_signing.h for what libcurl 7.88 signs
 // and how the payload hash (x-amz-content-sha256) is chosen.
 //
 // Thread-safe: every call may run on any thread at the same time (each call
 // borrows its own CURL easy handle from a pool; pooled handles keep their
 // connections open for reuse).
+//
+// Config, and config_from_env (the environment the checkpoint store reads):
+// s3_config.h.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -20,44 +22,10 @@
 #include <utility>
 #include <vector>
 
+#include "s3_config.h"
 #include "shard/object_store_error.h"
 
 namespace shard::s3 {
-
-struct Config {
-  std::string endpoint;  // "http://host[:port]" or "https://host[:port]"; path-style addressing always
-  std::string region = "us-east-1";
-  std::string access_key, secret_key;
-  std::string session_token;                 // optional: sent as x-amz-security-token
-  std::chrono::milliseconds timeout{60000};  // per request (whole transfer), and the connect timeout
-  // Retries (of every request): a transient failure (no connection, DNS,
-  // timeout, HTTP 429/500/502/503/504, S3's SlowDown/RequestTimeout; never
-  // another 4xx) after attempt k = 0, 1, ... sleeps a random time in
-  // [0, min(retry_cap, retry_base * 2^k)] ("full jitter") and tries again,
-  // as long as retry_budget has not passed since the request's first
-  // attempt (the sleep is cut to what is left of it; zero: one attempt).
-  std::chrono::milliseconds retry_budget{60000};
-  std::chrono::milliseconds retry_base{100};
-  std::chrono::milliseconds retry_cap{5000};
-  // Multipart part size of the checkpoint store's writer (S3: 5 MiB to 5 GiB).
-  size_t part_bytes = size_t{16} << 20;
-};
-
-// From the environment:
-//   AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL      (required; http(s)://host[:port])
-//   AWS_REGION, else AWS_DEFAULT_REGION            (default us-east-1)
-//   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY       (required), AWS_SESSION_TOKEN (optional)
-// When GREENSHARD_S3_SECRET_DIR is set, the three credentials are read instead
-// from the files of those names in that directory (a mounted Kubernetes
-// Secret; surrounding whitespace and the trailing newline are stripped;
-// AWS_SESSION_TOKEN may be absent) and the credential variables are ignored.
-// Retries and parts (optional):
-//   GREENSHARD_S3_RETRY_SECONDS   retry_budget in seconds (0 .. 86400, decimals allowed; default 60)
-//   GREENSHARD_S3_PART_MIB        part_bytes in MiB (5 .. 5120; default 16)
-// An empty variable counts as unset. getenv is injectable (nullptr: ::getenv).
-// Throws std::invalid_argument naming the variable (or file) on a missing or
-// bad value.
-Config config_from_env(const std::function<const char*(const char*)>& getenv = nullptr);
 
 // s3://bucket[/prefix] URLs and endpoint rules: shard/object_store_url.h.
 
@@ -137,15 +105,6 @@ class Client {
 
 // Exposed for tests.
 namespace detail {
-// RFC 3986 percent-encoding (uppercase hex); unreserved characters stay, and
-// '/' stays too when keep_slash (object keys in the path).
-std::string uri_encode(const std::string& s, bool keep_slash);
-// The canonical query string SigV4 expects (sorted by name, "name=value",
-// both uri_encoded); the client sends exactly this string.
-std::string canonical_query(std::vector<std::pair<std::string, std::string>> params);
-std::string sha256_hex(const void* data, size_t n);
-// Text of the first <name>...</name> in xml (entities decoded); nullopt when absent.
-std::optional<std::string> xml_text(const std::string& xml, const std::string& name);
 // The sleep before the retry that follows failed attempt `attempt` (0-based):
 // u * min(cap, base * 2^attempt), u uniform in [0, 1) ("full jitter").
 // The one backoff rule of the client; `u` is injectable for tests.

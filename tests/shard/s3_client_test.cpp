@@ -31,6 +31,9 @@
 
 #include "common/spawn.h"
 #include "s3_client.h"
+#include "s3_config.h"
+#include "s3_signing.h"
+#include "s3_xml.h"
 #include "shard/object_store_url.h"
 #include "shard/s3_server.h"
 
