@@ -64,11 +64,9 @@ int run_rank(const Args& a, bool on) {
     loss.backward();
     opt.step();
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    at::Tensor t = at::full({1}, ms, at::kDouble);
-    at::Tensor all = at::empty({info.world_size}, at::kDouble);
-    rdzv->world()->all_gather_into(all, t)->wait();
+    const double slowest = gsbench::slowest_rank_ms(*rdzv, ms);
     if (step >= a.warmup) {
-      times.push_back(all.max().item<double>());
+      times.push_back(slowest);
       act.push_back(static_cast<double>(kept));
     }
   }
@@ -103,14 +101,8 @@ bool run_config(const Args& a, bool on, char** argv, double* ms, double* act) {
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
-  if (const char* ac = std::getenv("GS_BENCH_AC")) {
-    try {
-      return run_rank(a, std::string(ac) == "1");
-    } catch (const std::exception& e) {
-      std::printf("rank error: %s\n", e.what());
-      return 1;
-    }
-  }
+  if (auto rc = gsbench::run_as_rank_if("GS_BENCH_AC", [&](const std::string& ac) { return run_rank(a, ac == "1"); }))
+    return *rc;
   const auto gc = model_config(a);
   std::printf("# activation_checkpointing: GPT %.1fM params (%d layers, %d wide), batch %d x seq %d per rank, "
               "%d ranks FULL_SHARD, median of %d steps after %d warm-up\n",

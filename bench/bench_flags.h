@@ -1,13 +1,39 @@
-// Integer flags of the benchmarks ("--steps 5"): every flag must be known,
-// have a value and be >= 1; anything else exits 2 naming the flag.
+// The command line of the benchmarks: integer flags ("--steps 5": every
+// flag must be known, have a value and be >= 1; anything else exits 2
+// naming the flag), the usage error, and the rank mode of those that re-run
+// themselves as each rank.
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace gsbench {
+
+// "<program>: <msg>" and "usage: <program> <flags>" on stderr; exit 2.
+[[noreturn]] inline void usage_exit(const char* program, const std::string& msg, const char* flags) {
+  std::fprintf(stderr, "%s: %s\nusage: %s %s\n", program, msg.c_str(), program, flags);
+  std::exit(2);
+}
+
+// A benchmark that re-runs itself as each rank marks the rank processes
+// with the environment variable `var`. Set: runs rank(its value) and returns
+// its exit code (1, with "rank error: ..." on stderr, when it throws).
+// Unset: nullopt (this is the driver).
+template <class F>
+std::optional<int> run_as_rank_if(const char* var, F&& rank) {
+  const char* v = std::getenv(var);
+  if (!v) return std::nullopt;
+  try {
+    return rank(std::string(v));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank error: %s\n", e.what());
+    return 1;
+  }
+}
 
 inline void parse_int_flags(int argc, char** argv, const std::map<std::string, int*>& flags, const char* program) {
   for (int i = 1; i < argc; ++i) {

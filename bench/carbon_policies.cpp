@@ -40,6 +40,7 @@
 //          bound_fixed_saved_pct=.. elastic_library_saved_pct=..
 // bound_saved_pct is the LP bound of the elastic problem (the full policy's);
 // bound_fixed_saved_pct the bound with every job at its own width.
+#include "bench_flags.h"
 #include "carbon/catalog.h"
 #include "carbon/forecast.h"
 #include "carbon/hardware.h"
@@ -73,11 +74,8 @@ struct Options {
 };
 
 [[noreturn]] void usage(const std::string& msg) {
-  std::fprintf(stderr,
-               "bench_carbon_policies: %s\nusage: bench_carbon_policies [--capacity GPUS] [--jobs-per-workday X] "
-               "[--seed N] [--pue X] [--cycle-jobs N] [--cycle-reps N]\n",
-               msg.c_str());
-  std::exit(2);
+  gsbench::usage_exit("bench_carbon_policies", msg,
+                      "[--capacity GPUS] [--jobs-per-workday X] [--seed N] [--pue X] [--cycle-jobs N] [--cycle-reps N]");
 }
 
 Options parse(int argc, char** argv) {

@@ -45,6 +45,7 @@
 //
 // --dir DIR: the bench works in a fresh DIR/gs_bench_ckpt_<pid> (default:
 // under the temp directory) and removes it at the end. A bad flag exits 2.
+#include "bench_flags.h"
 #include "shard/checkpoint.h"
 #include "shard/fully_shard.h"
 #include "shard/launch.h"
@@ -91,11 +92,8 @@ struct Args {
 };
 
 [[noreturn]] void usage(const std::string& msg) {
-  std::fprintf(stderr,
-               "bench_checkpoint: %s\nusage: bench_checkpoint [--ranks N] [--reshard-ranks N] [--layers N] "
-               "[--embd N] [--repeat N] [--dir DIR]\n",
-               msg.c_str());
-  std::exit(2);
+  gsbench::usage_exit("bench_checkpoint", msg,
+                      "[--ranks N] [--reshard-ranks N] [--layers N] [--embd N] [--repeat N] [--dir DIR]");
 }
 
 Args parse(int argc, char** argv) {

@@ -19,6 +19,7 @@
 // reduce-scatter input. algbw = size / time, busbw = algbw * (N-1)/N.
 // Each size runs R rounds of I individually timed iterations per
 // implementation, alternating which goes first; time is the median.
+#include "bench_flags.h"
 #include "communicator_gloo.h"
 #include "shard/communicator.h"
 #include "shard/launch.h"
@@ -61,13 +62,9 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr,
-               "bench_collectives: %s\n"
-               "usage: bench_collectives [--ranks N] [--min-bytes B] [--max-bytes B] "
-               "[--factor F] [--iters I] [--warmup W] [--rounds R] "
-               "[--dtype float32|bfloat16] [--chunk-bytes B] [--timeout-s S]\n",
-               msg);
-  std::exit(2);
+  gsbench::usage_exit("bench_collectives", msg,
+                      "[--ranks N] [--min-bytes B] [--max-bytes B] [--factor F] [--iters I] [--warmup W] "
+                      "[--rounds R] [--dtype float32|bfloat16] [--chunk-bytes B] [--timeout-s S]");
 }
 
 size_t parse_size(const std::string& flag, const std::string& v) {

@@ -96,11 +96,8 @@ int run_rank(const Args& a, const std::string& config_name) {
     loss.backward();
     opt.step();
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    // Step time = the slowest rank's.
-    at::Tensor t = at::full({1}, ms, at::kDouble);
-    at::Tensor all = at::empty({info.world_size}, at::kDouble);
-    rdzv->world()->all_gather_into(all, t)->wait();
-    if (step >= a.warmup) times.push_back(all.max().item<double>());
+    const double slowest = gsbench::slowest_rank_ms(*rdzv, ms);
+    if (step >= a.warmup) times.push_back(slowest);
   }
   std::sort(times.begin(), times.end());
   auto mem = fsdp.memory();
@@ -154,14 +151,8 @@ bool run_config(const Args& a, const Config& c, char** argv, Row* row) {
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
-  if (const char* cfg = std::getenv("GS_BENCH_CONFIG")) {
-    try {
-      return run_rank(a, cfg);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "rank error: %s\n", e.what());
-      return 1;
-    }
-  }
+  if (auto rc = gsbench::run_as_rank_if("GS_BENCH_CONFIG", [&](const std::string& cfg) { return run_rank(a, cfg); }))
+    return *rc;
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   torch::mm(torch::ones({8, 8}), torch::ones({8, 8}));  // load BLAS
   const std::string blas = blas_name();

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "bench_flags.h"
+#include "shard/rendezvous.h"
 #include "worker/model.h"
 
 namespace gsbench {
@@ -35,6 +36,15 @@ inline greenshard::GPTConfig model_config(const ModelArgs& a) {
   c.n_embd = a.embd;
   c.n_head = std::max(1, a.embd / 64);
   return c;
+}
+
+// A step's time on the ranks: the slowest rank's `ms` (an all-gather over
+// the world, so every rank calls it).
+inline double slowest_rank_ms(shard::Rendezvous& rdzv, double ms) {
+  at::Tensor mine = at::full({1}, ms, at::kDouble);
+  at::Tensor all = at::empty({rdzv.world_size()}, at::kDouble);
+  rdzv.world()->all_gather_into(all, mine)->wait();
+  return all.max().item<double>();
 }
 
 }  // namespace gsbench

@@ -157,20 +157,21 @@ int main(int argc, char** argv) {
   std::printf("# %-34s %6s %12s %10s %8s\n", "run", "ranks", "tokens/s", "vs plain", "MFU");
   const double plain = plain_tokens_per_s(a);
   std::printf("  %-34s %6d %12.0f %10.3f %8s\n", "plain LibTorch loop (baseline)", 1, plain, 1.0, "-");
-  auto one = run_worker(a, dir, 1, "NO_SHARD", peak);
-  if (!one.ok) {
-    std::fprintf(stderr, "worker run (1 rank) failed\n");
-    return 1;
+  // The worker on one rank (its overhead against the loop) and on two.
+  const std::pair<int, const char*> runs[] = {{1, "NO_SHARD"}, {2, "FULL_SHARD"}};
+  std::vector<WorkerRun> done;
+  for (const auto& [ranks, strategy] : runs) {
+    auto r = run_worker(a, dir, ranks, strategy, peak);
+    if (!r.ok) {
+      std::fprintf(stderr, "worker run (%d rank%s) failed\n", ranks, ranks == 1 ? "" : "s");
+      return 1;
+    }
+    std::printf("  %-34s %6d %12.0f %10.3f %7.1f%%\n", ("greenshard-worker " + std::string(strategy)).c_str(), ranks,
+                r.tokens_per_s, r.tokens_per_s / plain, 100 * r.mfu);
+    done.push_back(r);
   }
-  std::printf("  %-34s %6d %12.0f %10.3f %7.1f%%\n", "greenshard-worker NO_SHARD", 1, one.tokens_per_s,
-              one.tokens_per_s / plain, 100 * one.mfu);
-  auto two = run_worker(a, dir, 2, "FULL_SHARD", peak);
-  if (!two.ok) {
-    std::fprintf(stderr, "worker run (2 ranks) failed\n");
-    return 1;
-  }
-  std::printf("  %-34s %6d %12.0f %10.3f %7.1f%%\n", "greenshard-worker FULL_SHARD", 2, two.tokens_per_s,
-              two.tokens_per_s / plain, 100 * two.mfu);
+  const auto& one = done[0];
+  const auto& two = done[1];
   fs::remove_all(dir);
   std::printf("#\n# goal: worker (1 rank) within 5%% of the plain loop (ratio >= 0.95)\n");
   std::printf("RESULT worker_overhead tokens_per_s_worker_vs_plain=%.3f mfu_2rank=%.4f\n", one.tokens_per_s / plain,

@@ -65,15 +65,8 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
 }
 
 GPTConfig gpt_config(const ModelShape& shape, double dropout, Attention attention) {
-  GPTConfig gc;
-  gc.vocab_size = shape.vocab;
-  gc.block_size = shape.context;
-  gc.n_layer = shape.layers;
-  gc.n_head = shape.heads;
-  gc.n_embd = shape.embd;
-  gc.dropout = dropout;
-  gc.attention = attention;
-  return gc;
+  return GPTConfig{.vocab_size = shape.vocab, .block_size = shape.context, .n_layer = shape.layers,
+                   .n_head = shape.heads, .n_embd = shape.embd, .dropout = dropout, .attention = attention};
 }
 
 void validate(const GPTConfig& c) {

@@ -1,37 +1,20 @@
 #include "worker/run_state.h"
 
+#include "shard/hex.h"
+
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>
 
 namespace greenshard {
 namespace {
-
 using json = nlohmann::json;
-
-std::string hex(const std::string& s) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out;
-}
-
-std::string unhex(const std::string& h) {
-  if (h.size() % 2) throw std::invalid_argument("odd length");
-  std::string out;
-  for (size_t i = 0; i < h.size(); i += 2) out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
-  return out;
-}
-
 }  // namespace
 
 std::string RunState::to_extra() const {
   json j{{"step", step},         {"tokens", tokens},           {"best_val", std::isfinite(best_val) ? best_val : -1.0},
          {"energy_j", energy_j}, {"operational_g", operational_g}, {"embodied_g", embodied_g},
-         {"wall_s", wall_s},     {"rng", hex(rng)}};
+         {"wall_s", wall_s},     {"rng", shard::to_hex(rng)}};
   if (!card.empty()) j["card"] = json::parse(card);
   return j.dump();
 }
@@ -48,7 +31,7 @@ RunState RunState::from_extra(const std::string& extra, const std::string& dir) 
     r.operational_g = j.at("operational_g").get<double>();
     r.embodied_g = j.at("embodied_g").get<double>();
     r.wall_s = j.at("wall_s").get<double>();
-    r.rng = unhex(j.at("rng").get<std::string>());
+    r.rng = shard::from_hex(j.at("rng").get<std::string>());
     if (j.contains("card")) r.card = j.at("card").dump();
   } catch (const std::exception& e) {
     throw std::runtime_error("checkpoint " + dir + ": not written by greenshard-worker (" + e.what() + ")");

@@ -250,15 +250,7 @@ class SentencePieceTokenizer final : public Tokenizer {
 
 }  // namespace
 
-const char* to_string(TokenizerKind k) {
-  switch (k) {
-    case TokenizerKind::kByte:
-      return "byte";
-    case TokenizerKind::kSentencePiece:
-      return "sentencepiece";
-  }
-  return "unknown";
-}
+const char* to_string(TokenizerKind k) { return k == TokenizerKind::kByte ? "byte" : "sentencepiece"; }
 
 std::unique_ptr<Tokenizer> make_byte_tokenizer() { return std::make_unique<ByteTokenizerImpl>(); }
 

@@ -11,6 +11,7 @@
 // this path has never run on a GPU, so a crash there must not take the other
 // tests with it) and timeout_abort (a deliberate NCCL timeout +
 // ncclCommAbort, which may leave the device unusable).
+#include "gpu_timing.h"
 #include "shard/checkpoint.h"
 #include "shard/communicator.h"
 #include "shard/fully_shard.h"
@@ -171,14 +172,7 @@ void test_stream_overlap() {
   const int64_t n = int64_t{1} << 30;  // 2 GiB of bf16
   at::Tensor in = at::empty({n}, cuda(at::kBFloat16));
   at::Tensor out = at::empty({n}, cuda(at::kBFloat16));
-  auto timed = [&](const std::function<void()>& f) {
-    at::cuda::CUDAEvent s(cudaEventDefault), e(cudaEventDefault);
-    s.record(compute);
-    f();
-    e.record(compute);
-    e.synchronize();
-    return static_cast<double>(s.elapsed_time(e));
-  };
+  auto timed = gsbench::gpu_ms;  // on `compute`, device 0's current stream
   auto mm = [&](int k) {
     for (int i = 0; i < k; ++i) at::matmul(a, a);
   };

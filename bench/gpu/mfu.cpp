@@ -19,6 +19,7 @@
 // so partial results still print. The last line is
 //   RESULT gpu mfu=<x> tokens_per_s=<x> peak_bf16_tflops=<x> explicit_mfu=<x> explicit_tokens_per_s=<x>
 // (mfu and tokens_per_s with sdpa attention; nan where a section failed).
+#include "gpu_timing.h"
 #include "shard/communicator.h"
 #include "shard/fully_shard.h"
 #include "shard/launch.h"  // free_loopback_port
@@ -58,15 +59,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 at::TensorOptions cuda(at::ScalarType t) { return at::TensorOptions().dtype(t).device(at::kCUDA, 0); }
 
-double gpu_ms(const std::function<void()>& f) {
-  auto s = c10::cuda::getCurrentCUDAStream(0);
-  at::cuda::CUDAEvent a(cudaEventDefault), b(cudaEventDefault);
-  a.record(s);
-  f();
-  b.record(s);
-  b.synchronize();
-  return static_cast<double>(a.elapsed_time(b));
-}
+using gsbench::gpu_ms;
 
 // ------------------------------------------------------------- peak
 

@@ -1,4 +1,5 @@
 #include "checkpoint_manifest.h"
+#include "shard/hex.h"
 
 #include "crc32c.h"
 
@@ -14,12 +15,15 @@ namespace {
 constexpr const char* kStoredDtype = "float32";
 constexpr char kIndexMagic[8] = {'G', 'S', 'C', 'R', 'C', '0', '0', '1'};
 
-std::string from_hex(const std::string& h, const std::string& where) {
+// `extra` in the manifest's text: hex, "-" for none.
+std::string extra_text(const std::string& extra) { return extra.empty() ? "-" : to_hex(extra); }
+std::string extra_from_text(const std::string& h, const std::string& where) {
   if (h == "-") return "";
-  if (h.size() % 2) throw std::runtime_error(where + ": bad extra field");
-  std::string out;
-  for (size_t i = 0; i < h.size(); i += 2) out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
-  return out;
+  try {
+    return from_hex(h);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(where + ": bad extra field (" + e.what() + ")");
+  }
 }
 
 void put_u64(std::string& s, uint64_t v) {
@@ -37,16 +41,6 @@ std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-std::string to_hex(const std::string& s) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += d[c >> 4];
-    out += d[c & 15];
-  }
-  return out.empty() ? "-" : out;
 }
 
 int64_t Manifest::part_offset(size_t u, int part) const {
@@ -72,7 +66,7 @@ std::string manifest_text(const Manifest& m) {
       << "shard_group_size " << m.group_size << "\n"
       << "strategy " << m.strategy << "\n"
       << "step " << m.step << "\n"
-      << "extra " << to_hex(m.extra) << "\n"
+      << "extra " << extra_text(m.extra) << "\n"
       << "adam_state " << (m.adam ? 1 : 0) << " " << m.adam_step << "\n"
       << "units " << m.units.size() << "\n";
   for (const auto& u : m.units) {
@@ -120,7 +114,7 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
     next("step") >> m.step;
     std::string hex;
     next("extra") >> hex;
-    m.extra = from_hex(hex, path);
+    m.extra = extra_from_text(hex, path);
     next("adam_state") >> m.adam >> m.adam_step;
     size_t units = 0;
     next("units") >> units;

@@ -71,7 +71,6 @@ std::string chunk_index_bytes(const std::vector<uint32_t>& crcs, int64_t chunk_b
 // manifest (CRC, chunk size, count for the file's size). Throws naming `where`.
 void read_chunk_index(Manifest& m, int r, const std::string& bytes, const std::string& where);
 
-std::string to_hex(const std::string& bytes);  // "-" for none
 std::string hex64(uint64_t v);
 
 }  // namespace shard

@@ -5,15 +5,7 @@
 
 namespace shard {
 
-const char* to_string(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "sum";
-    case ReduceOp::kAvg:
-      return "avg";
-  }
-  return "unknown";
-}
+const char* to_string(ReduceOp op) { return op == ReduceOp::kSum ? "sum" : "avg"; }
 
 std::string format_ranks(const std::vector<int>& ranks) {
   std::ostringstream os;

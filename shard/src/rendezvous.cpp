@@ -601,15 +601,7 @@ void validate(const RendezvousInfo& info) {
   }
 }
 
-const char* to_string(Backend backend) {
-  switch (backend) {
-    case Backend::kGloo:
-      return "gloo";
-    case Backend::kNccl:
-      return "nccl";
-  }
-  return "unknown";
-}
+const char* to_string(Backend backend) { return backend == Backend::kGloo ? "gloo" : "nccl"; }
 
 Backend backend_for(const c10::Device& compute_device) {
 #ifdef GREENSHARD_CUDA

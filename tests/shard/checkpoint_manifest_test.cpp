@@ -10,6 +10,7 @@
 #include <string>
 
 #include "checkpoint_manifest.h"
+#include "shard/hex.h"
 
 namespace {
 
@@ -56,5 +57,22 @@ TEST(CheckpointManifest, UnitSizesOutOfRangeAreRefusedNamingTheLine) {
     const std::string err = error_of(manifest_with_unit(unit));
     EXPECT_NE(err.find("ckpt/manifest.txt"), std::string::npos) << unit << ": " << err;
     EXPECT_NE(err.find("bad unit line"), std::string::npos) << unit << ": " << err;
+  }
+}
+
+// The hex codec of opaque checkpoint bytes (a manifest's extra, the
+// worker's generator state): every byte value round-trips, and text that is
+// not hex is refused rather than read as something else.
+TEST(Hex, EveryByteRoundTripsAndNonHexIsRefused) {
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  const std::string h = shard::to_hex(all);
+  EXPECT_EQ(h.substr(0, 6), "000102");
+  EXPECT_EQ(h.substr(h.size() - 4), "feff");
+  EXPECT_EQ(shard::from_hex(h), all);
+  EXPECT_EQ(shard::from_hex("FEff"), "\xfe\xff");
+  EXPECT_EQ(shard::from_hex(""), "");
+  for (const char* bad : {"f", "zz", "+f", " f", "-1", "0x"}) {
+    EXPECT_THROW(shard::from_hex(bad), std::invalid_argument) << "'" << bad << "'";
   }
 }
