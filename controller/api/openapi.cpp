@@ -387,7 +387,7 @@ json openapi_document() {
       {"type", "object"},
       {"additionalProperties", false},
       {"required", {"state"}},
-      {"properties", {{"state", {{"type", "string"}, {"enum", {"running", "succeeded", "preempted", "failed"}}}},
+      {"properties", {{"state", enum_of(greenshard::kAllRunPhases)},
                       {"step", integer}, {"total_steps", integer}, {"tokens", integer},
                       {"loss", num}, {"val_loss", num}, {"tokens_per_s", num}, {"mfu", num},
                       {"eta_s", num}, {"energy_joules", num}, {"operational_grams", num},

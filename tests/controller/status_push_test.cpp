@@ -25,7 +25,7 @@ TEST(StatusPush, WhatTheReporterSendsIsReadBackAsItWasSent) {
 }
 
 TEST(StatusPush, EveryPhaseHasItsOwnNameAndParsesBack) {
-  for (RunPhase p : {RunPhase::kRunning, RunPhase::kSucceeded, RunPhase::kPreempted, RunPhase::kFailed}) {
+  for (RunPhase p : greenshard::kAllRunPhases) {
     EXPECT_EQ(greenshard::parse_run_phase(greenshard::to_string(p)), p) << greenshard::to_string(p);
   }
   EXPECT_FALSE(greenshard::parse_run_phase("done"));

@@ -55,6 +55,10 @@ TEST(OpenApiEnums, DecisionOutcomeIsExactlyTheEnumsValues) {
             names(controller::kAllDecisionOutcomes));
 }
 
+TEST(OpenApiEnums, WorkerStatusStateIsExactlyTheRunPhases) {
+  EXPECT_EQ(doc_enum(schemas().at("WorkerStatus").at("properties").at("state")), names(greenshard::kAllRunPhases));
+}
+
 TEST(OpenApiEnums, JobStatesAreExactlyTheEnumsValues) {
   const auto want = names(controller::kAllStates);
   const json& job = schemas().at("Job").at("properties");

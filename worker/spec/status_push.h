@@ -19,6 +19,8 @@ namespace greenshard {
 
 // Where the run is, as its rank 0 tells it.
 enum class RunPhase { kRunning, kSucceeded, kPreempted, kFailed };
+inline constexpr RunPhase kAllRunPhases[] = {RunPhase::kRunning, RunPhase::kSucceeded, RunPhase::kPreempted,
+                                             RunPhase::kFailed};
 std::string_view to_string(RunPhase p);                    // "running", "succeeded", "preempted", "failed"
 std::optional<RunPhase> parse_run_phase(std::string_view s);  // nullopt: not one of to_string's
 
