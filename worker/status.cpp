@@ -8,6 +8,8 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "carbon/http_client.h"
+#include "carbon/http_failure.h"
 #include "worker/spec/ca_bundle.h"
 #include "worker/spec/job_spec.h"
 
@@ -21,30 +23,21 @@ std::string resolve_ca_bundle(const std::optional<std::string>& given) {
   return v ? v : "";
 }
 
-bool is_https(const std::string& base) { return base.rfind("https://", 0) == 0; }
-
-// An https:// client verifies the controller: chain (the bundle, else the
-// system's CAs) and host name.
-void configure_tls(httplib::Client& client, const std::string& base, const std::string& ca_bundle) {
-  if (!is_https(base)) return;
-  client.enable_server_certificate_verification(true);
-  if (!ca_bundle.empty()) client.set_ca_cert_path(ca_bundle.c_str());
-}
-
-std::string describe_failure(const httplib::Result& res, const std::string& ca_bundle) {
-  if (res) return "HTTP " + std::to_string(res->status);
-  const std::string against = ca_bundle.empty() ? std::string("the system's CAs (") + kCaBundleVar + " unset)"
-                                                : std::string(kCaBundleVar) + "=" + ca_bundle;
-  switch (res.error()) {
-    case httplib::Error::SSLServerVerification:
-      return "TLS: certificate verify failed, checked against " + against;
-    case httplib::Error::SSLLoadingCerts:
-      return "TLS: cannot load " + against;
-    case httplib::Error::SSLConnection:
-      return "TLS: handshake failed";
-    default:
-      return httplib::to_string(res.error());
-  }
+// A client of the controller at `base`: an https:// one verifies it (chain
+// and host name) against `ca_bundle`, else the system's CAs, and messages
+// name the bundle as GREENSHARD_CA_BUNDLE; 2 s to connect, 5 s per read or
+// write; the bearer `token` unless empty.
+carbon::HttpClientOptions controller_options(const std::string& base, const std::string& token,
+                                             const std::string& ca_bundle) {
+  carbon::HttpClientOptions o;
+  o.base_url = base;
+  o.ca_bundle = ca_bundle;
+  o.ca_bundle_variable = kCaBundleVar;
+  o.connect_timeout = std::chrono::seconds(2);
+  o.read_timeout = std::chrono::seconds(5);
+  o.write_timeout = std::chrono::seconds(5);
+  o.bearer_token = token;
+  return o;
 }
 
 }  // namespace
@@ -73,6 +66,7 @@ std::pair<std::string, std::string> split_url(const std::string& url) {
 StatusPusher::StatusPusher(std::string url, std::string token, std::optional<std::string> ca_bundle)
     : token_(std::move(token)), ca_bundle_(resolve_ca_bundle(ca_bundle)) {
   std::tie(base_, path_) = split_url(url);
+  carbon::parse_http_base_url(base_);  // here, not in loop()'s make_http_client: throws std::invalid_argument
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -101,13 +95,8 @@ void StatusPusher::flush(std::chrono::milliseconds limit) {
 }
 
 void StatusPusher::loop() {
-  httplib::Client client(base_);
-  configure_tls(client, base_, ca_bundle_);
-  client.set_connection_timeout(2);
-  client.set_read_timeout(5);
-  client.set_write_timeout(5);
-  httplib::Headers headers;
-  if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
+  const carbon::HttpClientOptions options = controller_options(base_, token_, ca_bundle_);
+  httplib::Client client = carbon::make_http_client(options);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [&] { return stop_ || pending_; });
@@ -116,14 +105,19 @@ void StatusPusher::loop() {
     pending_.reset();
     busy_ = true;
     lock.unlock();
-    auto res = client.Post(path_, headers, body, "application/json");
+    const auto sent = std::chrono::steady_clock::now();
+    auto res = client.Post(path_, body, "application/json");
     const bool ok = res && res->status >= 200 && res->status < 300;
+    // Named before push() is blocked again: explaining a failed connect
+    // tries once more (up to the connect timeout).
+    const std::string failure = ok    ? ""
+                                : res ? "HTTP " + std::to_string(res->status)
+                                      : carbon::explain_http_failure(res, client, options, sent).cause;
     lock.lock();
     busy_ = false;
     if (!ok) {
       ++failures_;
-      std::cerr << "warning: status push to " << base_ << path_ << " failed ("
-                << describe_failure(res, ca_bundle_) << ")" << std::endl;
+      std::cerr << "warning: status push to " << base_ << path_ << " failed (" << failure << ")" << std::endl;
     }
     cv_.notify_all();
     if (stop_ && !pending_) return;
@@ -134,13 +128,8 @@ std::optional<double> fetch_intensity(const std::string& url, const std::string&
                                       const std::optional<std::string>& ca_bundle) {
   try {
     auto [base, path] = split_url(url);
-    httplib::Client client(base);
-    configure_tls(client, base, resolve_ca_bundle(ca_bundle));
-    client.set_connection_timeout(2);
-    client.set_read_timeout(5);
-    httplib::Headers headers;
-    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-    auto res = client.Get(path, headers);
+    httplib::Client client = carbon::make_http_client(controller_options(base, token, resolve_ca_bundle(ca_bundle)));
+    auto res = client.Get(path);
     if (!res || res->status != 200) return std::nullopt;
     auto j = nlohmann::json::parse(res->body);
     const double v = j.at("gco2_per_kwh").get<double>();

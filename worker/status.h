@@ -4,7 +4,9 @@
 //
 // https:// URLs: the controller's certificate is verified (chain and host
 // name) against the PEM bundle named by GREENSHARD_CA_BUNDLE, or the
-// system's CAs when it is unset or empty.
+// system's CAs when it is unset or empty. The clients are
+// carbon::make_http_client's; a failed push is logged with the cause
+// carbon::explain_http_failure names.
 #pragma once
 
 #include <chrono>
@@ -34,6 +36,8 @@ std::string ca_bundle_from_env(const std::map<std::string, std::string>& env);
 // POSTs the newest push (older unsent ones are dropped) from a
 // background thread. `ca_bundle`: verifies an https:// url (nullopt: from
 // the process environment, GREENSHARD_CA_BUNDLE; "": the system's CAs).
+// Throws std::invalid_argument naming `url` unless it is
+// http[s]://HOST[:PORT]/PATH (split_url, carbon::parse_http_base_url).
 class StatusPusher {
  public:
   StatusPusher(std::string url, std::string token, std::optional<std::string> ca_bundle = std::nullopt);

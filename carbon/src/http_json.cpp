@@ -1,9 +1,11 @@
 #include "http_json.h"
 
-#include <httplib.h>
+#include "carbon/http_client.h"
+#include "carbon/http_failure.h"
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace carbon::detail {
 
@@ -24,19 +26,27 @@ nlohmann::json get_json(const HttpOptions& options, const std::string& path,
   std::string full = prefix + path;
   std::string what = who + " GET " + full;
 
-  httplib::Client cli(host);
-  if (!cli.is_valid()) throw ProviderError(Kind::kNoData, what + ": invalid base URL '" + base + "'");
-  cli.set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options.connect_timeout));
-  cli.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options.read_timeout));
-  cli.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options.read_timeout));
+  HttpClientOptions client_options;
+  client_options.base_url = host;
+  client_options.connect_timeout = options.connect_timeout;
+  client_options.read_timeout = options.read_timeout;
+  client_options.write_timeout = options.read_timeout;
+  httplib::Client cli = [&] {
+    try {
+      return make_http_client(client_options);
+    } catch (const std::invalid_argument& e) {
+      throw ProviderError(Kind::kNoData, what + ": invalid base URL " + e.what());
+    }
+  }();
   httplib::Params p(params.begin(), params.end());
   httplib::Headers h(headers.begin(), headers.end());
   h.emplace("Accept", "application/json");
+  const auto sent = std::chrono::steady_clock::now();
   auto res = cli.Get(full, p, h);
   if (!res)
-    throw ProviderError(Kind::kTimeout, what + ": " + httplib::to_string(res.error()) + " (connect timeout " +
-                                            std::to_string(options.connect_timeout.count()) + " ms, read timeout " +
-                                            std::to_string(options.read_timeout.count()) + " ms)");
+    throw ProviderError(Kind::kTimeout, what + ": " + explain_http_failure(res, cli, client_options, sent).cause +
+                                            " (connect timeout " + std::to_string(options.connect_timeout.count()) +
+                                            " ms, read timeout " + std::to_string(options.read_timeout.count()) + " ms)");
   if (res->status < 200 || res->status > 299) {
     std::string body = res->body.substr(0, 200);
     throw ProviderError(Kind::kHttp, what + ": HTTP " + std::to_string(res->status) + (body.empty() ? "" : ": " + body));

@@ -16,9 +16,11 @@
 namespace carbon::detail {
 
 // GET base_url + path with query `params` and `headers`. `who` prefixes
-// messages ("carbon-aware-sdk GET /emissions/..."). Throws ProviderError:
-// kTimeout (connect/read timeout, refused), kHttp (non-2xx), kMalformed
-// (not JSON).
+// messages ("carbon-aware-sdk GET /emissions/..."). The client is
+// make_http_client's (carbon/http_client.h). Throws ProviderError: kNoData
+// (no or a bad base URL), kTimeout (no answer: connect/read timeout,
+// refused, TLS..., named by explain_http_failure), kHttp (non-2xx),
+// kMalformed (not JSON).
 nlohmann::json get_json(const HttpOptions& options, const std::string& path,
                         const std::multimap<std::string, std::string>& params,
                         const std::multimap<std::string, std::string>& headers, const std::string& who);

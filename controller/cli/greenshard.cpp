@@ -28,27 +28,21 @@
 //   6 conflict (409) · 7 rejected request (400/413/422) · 8 quota (429) ·
 //   9 server error (5xx) · 10 the watched job ended FAILED or CANCELLED.
 // Errors go to stderr as "greenshard: <message> [field: <field>]".
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netdb.h>
-#include <openssl/x509.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "carbon/http_client.h"
+#include "carbon/http_failure.h"
 #include "worker/spec/ca_bundle.h"
 #include "controller/core/yaml_json.h"
 
-#include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -104,93 +98,6 @@ json parse_spec_file(const std::string& path) {
 
 bool is_https(const std::string& url) { return url.rfind("https://", 0) == 0; }
 
-// The parts of a server URL.
-struct ServerUrl {
-  std::string host;  // without the brackets of an IPv6 literal
-  int port = 0;
-};
-
-// Checks a server URL (trailing '/' already removed) before anything is
-// sent: "http://" or "https://", a host name or IP literal, an optional
-// port in [1, 65535], nothing after. Exit 2 naming `origin` (the flag, the
-// variable or the config file's key it came from) otherwise.
-ServerUrl parse_server_url(const std::string& url, const std::string& origin) {
-  const auto bad = [&](const std::string& why) -> ServerUrl {
-    fail(2, origin + ": '" + url + "' " + why + " (expected http[s]://HOST[:PORT], e.g. http://127.0.0.1:8080)");
-  };
-  const bool https = is_https(url);
-  if (!https && url.rfind("http://", 0) != 0) return bad("is not an http:// or https:// URL");
-  std::string rest = url.substr(https ? 8 : 7);
-  ServerUrl u;
-  u.port = https ? 443 : 80;
-  size_t end;  // just past the host
-  if (!rest.empty() && rest[0] == '[') {
-    end = rest.find(']');
-    if (end == std::string::npos) return bad("has an unclosed '[' (IPv6 literal)");
-    u.host = rest.substr(1, end - 1);
-    for (char ch : u.host)
-      if (!std::isxdigit(static_cast<unsigned char>(ch)) && ch != ':' && ch != '.')
-        return bad("has a bad IPv6 literal");
-    ++end;
-  } else {
-    end = rest.find_first_of(":/?#");
-    if (end == std::string::npos) end = rest.size();
-    u.host = rest.substr(0, end);
-    for (char ch : u.host)
-      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_')
-        return bad("has a bad character in its host name");
-  }
-  if (u.host.empty()) return bad("has no host");
-  if (end < rest.size() && rest[end] == ':') {
-    const size_t port_end = std::min(rest.find_first_of("/?#", end), rest.size());
-    const std::string port = rest.substr(end + 1, port_end - end - 1);
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(port) < 1 || std::stoi(port) > 65535)
-      return bad("has a bad port (1-65535)");
-    u.port = std::stoi(port);
-    end = port_end;
-  }
-  if (end < rest.size()) {
-    return bad("has a path, query or fragment; give only the controller's scheme, host and port");
-  }
-  return u;
-}
-
-// Why connecting to `u` fails, found out once more by hand (httplib says
-// only "Connection"): the host does not resolve, or connect(2) is refused,
-// times out, or fails otherwise. Empty when it connects now.
-std::string connect_failure(const ServerUrl& u, std::chrono::milliseconds timeout) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  if (int rc = ::getaddrinfo(u.host.c_str(), std::to_string(u.port).c_str(), &hints, &res); rc != 0)
-    return "unknown host '" + u.host + "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(rc));
-  std::string why;
-  for (addrinfo* a = res; a; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    int err = 0;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      err = errno;
-      if (err == EINPROGRESS) {
-        pollfd p{fd, POLLOUT, 0};
-        const int n = ::poll(&p, 1, int(timeout.count()));
-        socklen_t len = sizeof err;
-        if (n == 0) err = ETIMEDOUT;
-        else if (n < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-      }
-    }
-    ::close(fd);
-    if (err == 0) {
-      why.clear();
-      break;
-    }
-    why = err == ECONNREFUSED ? "connection refused" : err == ETIMEDOUT ? "no answer to connect" : std::strerror(err);
-  }
-  ::freeaddrinfo(res);
-  return why;
-}
-
 // The member `k` of `j` when both are objects, else an empty object: a
 // server's answer is outside input, and a missing member must not be read.
 const json& member(const json& j, const char* k) {
@@ -209,82 +116,54 @@ struct Conn {
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(int64_t(timeout_s * 1000)); }
   std::chrono::milliseconds connect_timeout() const { return std::min(timeout(), std::chrono::milliseconds(5000)); }
 
-  httplib::Client client() const {
-    parse_server_url(server, server_origin);  // checked before any request; exit 2
-    httplib::Client c(server);
-    if (!c.is_valid()) fail(2, server_origin + ": not a URL: '" + server + "'");
-    if (!token.empty()) c.set_bearer_token_auth(token);
-    if (is_https(server)) {
-      // Chain and host name; the system's CAs unless a bundle is named.
-      c.enable_server_certificate_verification(true);
-      if (!ca_bundle.empty()) c.set_ca_cert_path(ca_bundle.c_str());
+  // Checks server before anything is read or sent: exit 2 naming server_origin.
+  void check_server_url() const {
+    try {
+      carbon::parse_http_base_url(server);
+    } catch (const std::invalid_argument& e) {
+      fail(2, server_origin + ": " + e.what());
     }
-    c.set_connection_timeout(connect_timeout());
-    c.set_read_timeout(timeout());
-    c.set_write_timeout(timeout());
-    return c;
+  }
+
+  // An https:// server's certificate is always verified (chain and host
+  // name): against ca_bundle, else the system's CAs.
+  carbon::HttpClientOptions options() const {
+    carbon::HttpClientOptions o;
+    o.base_url = server;
+    o.ca_bundle = ca_bundle;
+    o.connect_timeout = connect_timeout();
+    o.read_timeout = timeout();
+    o.write_timeout = timeout();
+    o.read_timeout_origin = "--timeout";
+    o.bearer_token = token;
+    return o;
+  }
+
+  httplib::Client client() const {
+    check_server_url();
+    return carbon::make_http_client(options());
   }
 
   std::string check_server() const { return "check " + server_origin; }
-  std::string timeout_text() const {
-    char b[32];
-    std::snprintf(b, sizeof b, "%g s", timeout_s);
-    return b;
-  }
 
-  // A failed request, sent at `started`: exit 3, one line naming the cause
-  // and the flag that fixes it.
+  // A failed request, sent at `sent`: exit 3, one line naming the cause
+  // (carbon::explain_http_failure) and the flag that fixes it.
   [[noreturn]] void unreachable(const httplib::Result& r, const httplib::Client& cl,
-                                std::chrono::steady_clock::time_point started) const {
-    const std::string against =
-        ca_bundle.empty() ? "the system's CAs" : "the CA bundle '" + ca_bundle + "'";
-    // The read timeout ran out (httplib reports it as a failed read or, on
-    // https://, as a failed handshake).
-    const bool timed_out = std::chrono::steady_clock::now() - started >= timeout();
-    switch (r.error()) {
-      case httplib::Error::SSLServerVerification: {
-        const long v = cl.get_openssl_verify_result();
-        // X509_V_OK with a verification error: the chain is trusted but the
-        // certificate does not name the host of the URL.
-        const std::string why =
-            v == X509_V_OK ? "the certificate does not name the host of " + server
-                           : std::string(X509_verify_cert_error_string(v)) + ", checked against " + against;
-        fail(3, "TLS: certificate verify failed for " + server + ": " + why +
-                    " (use --ca-bundle FILE with the CA that signed the server's certificate)");
-      }
-      case httplib::Error::SSLLoadingCerts:
-        fail(3, "TLS: cannot load " + against + " to verify " + server + " (use --ca-bundle FILE)");
-      case httplib::Error::SSLConnection:
-        if (timed_out)
-          fail(3, "timeout: " + server + " accepted the connection but did not complete the TLS handshake within "
-                      "--timeout " + timeout_text() + " (raise --timeout, or " + check_server() + ")");
-        fail(3, "TLS: handshake with " + server + " failed: it does not speak TLS there (is it an http:// server? " +
-                    check_server() + ")");
-      case httplib::Error::Read:
-        if (timed_out)
-          fail(3, "timeout: " + server + " accepted the connection but sent no answer within --timeout " +
-                      timeout_text() + " (raise --timeout, or " + check_server() + ")");
-        fail(3, server + " closed the connection without an answer" +
-                    (is_https(server) ? std::string(" (") : std::string(" (is it an https:// server? ")) +
-                    check_server() + ")");
-      case httplib::Error::Connection:
-      case httplib::Error::ConnectionTimeout: {
-        const ServerUrl u = parse_server_url(server, server_origin);
-        const std::string why = connect_failure(u, connect_timeout());
-        if (why.rfind("unknown host", 0) == 0) fail(3, "cannot reach " + server + ": " + why + " (" + check_server() + ")");
-        if (why == "connection refused")
-          fail(3, "cannot reach " + server + ": connection refused: nothing listens at " + u.host + ":" +
-                      std::to_string(u.port) + " (is the controller running? " + check_server() + ")");
-        if (why == "no answer to connect" || r.error() == httplib::Error::ConnectionTimeout)
-          fail(3, "cannot reach " + server + ": no answer to connect within " +
-                      std::to_string(connect_timeout().count()) + " ms (a firewall, or the wrong host? " +
-                      check_server() + ")");
-        fail(3, "cannot reach " + server + ": " + (why.empty() ? "connection failed" : why) + " (" +
-                    check_server() + ")");
-      }
-      default:
-        fail(3, "cannot reach " + server + ": " + httplib::to_string(r.error()) + " (" + check_server() + ")");
+                                std::chrono::steady_clock::time_point sent) const {
+    using Kind = carbon::HttpFailure::Kind;
+    const carbon::HttpFailure f = carbon::explain_http_failure(r, cl, options(), sent);
+    std::string hint;
+    switch (f.kind) {
+      case Kind::kCertificate: hint = "use --ca-bundle FILE with the CA that signed the server's certificate"; break;
+      case Kind::kCaBundle: hint = "use --ca-bundle FILE"; break;
+      case Kind::kTimeout: hint = "raise --timeout, or " + check_server(); break;
+      case Kind::kHandshake: hint = "is it an http:// server? " + check_server(); break;
+      case Kind::kClosed: hint = (is_https(server) ? "" : "is it an https:// server? ") + check_server(); break;
+      case Kind::kRefused: hint = "is the controller running? " + check_server(); break;
+      case Kind::kConnectTimeout: hint = "a firewall, or the wrong host? " + check_server(); break;
+      case Kind::kOther: hint = check_server(); break;
     }
+    fail(3, f.cause + " (" + hint + ")");
   }
 
   // An answer that is no GreenShard controller's: exit 3 naming what came.
@@ -473,7 +352,7 @@ int run(int argc, char** argv) {
   }
   if (c.server.empty()) fail(2, "--server: required (or GREENSHARD_SERVER, or server: in the config file)");
   while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
-  parse_server_url(c.server, c.server_origin);  // exit 2 before anything is read or sent
+  c.check_server_url();  // exit 2 before anything is read or sent
   if (!c.ca_bundle.empty()) {
     try {
       greenshard::check_ca_bundle(c.ca_bundle, ca_origin);

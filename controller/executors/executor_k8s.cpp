@@ -13,6 +13,8 @@
 
 #include "controller/executors/executor_k8s.h"
 
+#include "carbon/http_client.h"
+#include "carbon/http_failure.h"
 #include "controller/core/base64.h"
 #include "controller/core/yaml_json.h"
 #include "controller/executors/k8s_answers.h"
@@ -34,10 +36,29 @@ struct Gang {
   GangPhase last = GangPhase::kStarting;  // reported while the API cannot answer
 };
 
+// The API server's client: the cluster's CA and insecure-skip-tls-verify,
+// its token; 5 s to connect, 30 s per read. Throws std::invalid_argument
+// ("kubernetes server: ...") when the server is not a base URL.
+carbon::HttpClientOptions api_server_options(const KubeClusterConfig& c) {
+  try {
+    carbon::parse_http_base_url(c.server);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("kubernetes server: ") + e.what());
+  }
+  carbon::HttpClientOptions o;
+  o.base_url = c.server;
+  o.verify = !c.insecure_skip_verify;
+  o.ca_bundle = c.ca_file;
+  o.connect_timeout = std::chrono::seconds(5);
+  o.read_timeout = std::chrono::seconds(30);
+  o.bearer_token = c.token;
+  return o;
+}
+
 class KubernetesExecutor final : public Executor {
  public:
   KubernetesExecutor(KubeClusterConfig c, std::chrono::milliseconds grace, WorkerDefaults d)
-      : c_(std::move(c)), grace_(grace), defaults_(std::move(d)) {}
+      : c_(std::move(c)), api_(api_server_options(c_)), grace_(grace), defaults_(std::move(d)) {}
 
   std::string kind() const override { return "kubernetes"; }
 
@@ -193,22 +214,17 @@ class KubernetesExecutor final : public Executor {
            httplib::detail::encode_query_param(selector);
   }
 
-  httplib::Client client() const {
-    httplib::Client cli(c_.server);
-    if (!c_.token.empty()) cli.set_bearer_token_auth(c_.token);
-    if (!c_.ca_file.empty()) cli.set_ca_cert_path(c_.ca_file.c_str());
-    cli.enable_server_certificate_verification(!c_.insecure_skip_verify);
-    cli.set_connection_timeout(std::chrono::seconds(5));
-    cli.set_read_timeout(std::chrono::seconds(30));
-    return cli;
-  }
+  httplib::Client client() const { return carbon::make_http_client(api_); }
 
   json call(const std::string& method, const std::string& path, const json& body,
             std::initializer_list<int> ok) {
     auto cli = client();
+    const auto sent = std::chrono::steady_clock::now();
     auto res = method == "POST" ? cli.Post(path, body.dump(), "application/json")
                                 : cli.Delete(path, body.dump(), "application/json");
-    if (!res) throw std::runtime_error("kubernetes " + method + " " + path + ": " + httplib::to_string(res.error()));
+    if (!res)
+      throw std::runtime_error("kubernetes " + method + " " + path + ": " +
+                               carbon::explain_http_failure(res, cli, api_, sent).cause);
     for (int c : ok)
       if (res->status == c) {
         auto j = json::parse(res->body, nullptr, false);
@@ -251,6 +267,7 @@ class KubernetesExecutor final : public Executor {
   }
 
   KubeClusterConfig c_;
+  carbon::HttpClientOptions api_;  // from c_
   std::chrono::milliseconds grace_;
   WorkerDefaults defaults_;
   std::mutex mu_;

@@ -94,6 +94,10 @@ KubeClusterConfig read_kubeconfig_file(const std::string& path, const std::strin
 KubeClusterConfig in_cluster_config_at(
     const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
+// Its client of the API server is carbon::make_http_client's; a request
+// that gets no answer is an error naming the cause (carbon/http_failure.h).
+// Throws std::invalid_argument ("kubernetes server: '<server>' has a path
+// ...") when cluster.server is not a base URL (carbon::parse_http_base_url).
 std::unique_ptr<Executor> make_kubernetes_executor(const KubeClusterConfig& cluster,
                                                    std::chrono::milliseconds grace = std::chrono::seconds(30),
                                                    WorkerDefaults defaults = {});

@@ -51,8 +51,10 @@ elseif(FUZZER STREQUAL "fuzz_carbon_csv")
               carbon/src/error.cpp)
 elseif(FUZZER STREQUAL "fuzz_provider_json")
   # The provider sources and http_json.cpp are #included by the fuzzer
-  # (get_json, the HTTP GET, is replaced by one that answers the input).
-  set(sources carbon/src/intensity.cpp carbon/src/time.cpp carbon/src/error.cpp)
+  # (get_json, the HTTP GET, is replaced by one that answers the input; the
+  # real one, renamed, still needs the HTTP client and failure explainer).
+  set(sources carbon/src/intensity.cpp carbon/src/time.cpp carbon/src/error.cpp carbon/src/http_client.cpp
+              carbon/src/http_failure.cpp)
   set(deps carbon/src/carbon_aware_sdk_provider.cpp carbon/src/electricitymaps_provider.cpp carbon/src/http_json.cpp)
   set(extra_flags ${httplib_flags})
   set(link_libs -lcpp-httplib -lssl -lcrypto)

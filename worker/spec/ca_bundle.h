@@ -1,6 +1,6 @@
 // PEM CA bundles that https:// peers are verified with: the CLI's
 // --ca-bundle, the controller's and the workers' GREENSHARD_CA_BUNDLE, a
-// kubeconfig's CA (docs/controller.md "TLS"). In worker_job_schema, the
+// kubeconfig's CA (docs/controller.md "TLS"). In greenshard_spec (worker/spec/), the
 // LibTorch-free library both the worker and the controller link.
 #pragma once
 

@@ -2,7 +2,7 @@
 // worker's reporter (rank 0, worker/reporter.cpp: summary.json, and in a
 // Kubernetes pod the termination log), read by the controller (its local
 // and Kubernetes executors, whose GangStatus carries it to the scheduler).
-// One struct, one writer, one reader. No LibTorch (worker_job_schema).
+// One struct, one writer, one reader. No LibTorch (greenshard_spec, worker/spec/).
 #pragma once
 
 #include <cstdint>
