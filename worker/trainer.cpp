@@ -106,7 +106,7 @@ struct Training {
 StepResult train_step(Training& t, int64_t step) {
   const auto t0 = Clock::now();
   const JobConfig& cfg = t.cfg;
-  const int64_t B = cfg.schedule.batch_size, T = cfg.model.context, A = cfg.schedule.grad_accum;
+  const int64_t B = cfg.schedule.batch_size, A = cfg.schedule.grad_accum;
   StepResult r;
   r.lr = learning_rate(cfg.optimizer, step, cfg.schedule.steps);
   for (auto& group : t.opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(r.lr);

@@ -2,6 +2,13 @@
 
 #include <malloc.h>
 
+// A sanitizer build's allocator is the sanitizer's own: glibc's mallinfo2
+// sees none of it, and the runtime counts the bytes the program asked for.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include <sanitizer/allocator_interface.h>
+#define GS_SANITIZER_ALLOCATOR 1
+#endif
+
 #include <fstream>
 #include <string>
 
@@ -9,8 +16,12 @@ namespace shard {
 
 HostMemory host_memory() {
   HostMemory m;
+#ifdef GS_SANITIZER_ALLOCATOR
+  m.heap_in_use_bytes = static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+#else
   struct mallinfo2 mi = mallinfo2();
   m.heap_in_use_bytes = static_cast<int64_t>(mi.uordblks + mi.hblkhd);
+#endif
   std::ifstream status("/proc/self/status");
   std::string key;
   while (status >> key) {

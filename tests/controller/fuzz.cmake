@@ -9,7 +9,7 @@
 # seeds tests/controller/fuzz_corpus/<FUZZER>/, fuzz_parsers: the files
 # directly in fuzz_corpus/):
 #   fuzz_parsers             REST job spec + worker status bodies (controller/core/api_types.cpp, job.cpp)
-#   fuzz_worker_config       worker job spec: apply_config_text + validate (worker/config.cpp)
+#   fuzz_worker_config       worker job spec: apply_config_text + validate (worker/spec/job_spec.cpp)
 #   fuzz_checkpoint_manifest checkpoint manifest.txt + rank_<r>.crc (shard/src/checkpoint_manifest.cpp)
 #   fuzz_carbon_csv          intensity CSV (carbon/src/csv_provider.cpp)
 #   fuzz_provider_json       Carbon Aware SDK + Electricity Maps answers (carbon/src/*provider.cpp)
@@ -36,11 +36,12 @@ separate_arguments(httplib_flags UNIX_COMMAND "${httplib_flags}")
 set(extra_flags "")
 set(link_libs "")
 if(FUZZER STREQUAL "fuzz_parsers")
-  set(sources controller/core/api_types.cpp controller/core/job.cpp controller/core/yaml_json.cpp worker/config.cpp
-              carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
+  set(sources controller/core/api_types.cpp controller/core/job.cpp controller/core/yaml_json.cpp
+              worker/spec/job_spec.cpp worker/spec/status_push.cpp carbon/src/hardware.cpp carbon/src/error.cpp
+              carbon/src/job.cpp)
   set(link_libs -lcrypto -lyaml-cpp)
 elseif(FUZZER STREQUAL "fuzz_worker_config")
-  set(sources worker/config.cpp carbon/src/hardware.cpp carbon/src/error.cpp)
+  set(sources worker/spec/job_spec.cpp carbon/src/hardware.cpp carbon/src/error.cpp)
   set(link_libs -lyaml-cpp)
 elseif(FUZZER STREQUAL "fuzz_checkpoint_manifest")
   # LibTorch-free: the manifest and chunk-index parsers live apart from checkpoint.cpp.
@@ -72,7 +73,8 @@ elseif(FUZZER STREQUAL "fuzz_k8s_answers")
 elseif(FUZZER STREQUAL "fuzz_auth_tokens")
   # sha256_hex and ApiError live in api_types.cpp (and what it needs).
   set(sources controller/api/auth.cpp controller/api/file_watch.cpp controller/core/api_types.cpp controller/core/job.cpp
-              controller/core/yaml_json.cpp worker/config.cpp carbon/src/hardware.cpp carbon/src/error.cpp carbon/src/job.cpp)
+              controller/core/yaml_json.cpp worker/spec/job_spec.cpp worker/spec/status_push.cpp carbon/src/hardware.cpp
+              carbon/src/error.cpp carbon/src/job.cpp)
   set(link_libs -lcrypto -lyaml-cpp)
 elseif(FUZZER STREQUAL "fuzz_http_request")
   set(sources controller/api/http_edge.cpp controller/api/api.cpp controller/core/api_types.cpp controller/core/job.cpp)

@@ -6,7 +6,7 @@
 namespace shard {
 
 struct HostMemory {
-  int64_t heap_in_use_bytes = 0;  // malloc'ed and not yet freed (mallinfo2)
+  int64_t heap_in_use_bytes = 0;  // malloc'ed and not yet freed (mallinfo2; a sanitizer build: its allocator's count)
   int64_t rss_bytes = 0;          // resident set now (VmRSS)
   int64_t peak_rss_bytes = 0;     // resident high-water mark (VmHWM)
 };
