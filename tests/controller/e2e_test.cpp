@@ -485,7 +485,8 @@ TEST(E2EPreemption, APreemptedJobResumesFromItsCheckpointWithoutLosingAStep) {
     if (preempted_ms && !restarted_ms && cond.state == controller::JobState::kStarting) restarted_ms = cond.time_ms;
   }
   int64_t high_started_ms = 0;
-  for (const auto& cond : job(high).conditions())
+  const controller::Job high_done = job(high);  // a named copy: a temporary's conditions() would dangle in the loop
+  for (const auto& cond : high_done.conditions())
     if (cond.state == controller::JobState::kStarting) high_started_ms = cond.time_ms;
   EXPECT_GE(high_started_ms, preempted_ms);
   EXPECT_GE(restarted_ms, high_started_ms);
