@@ -504,11 +504,13 @@ class LocalExecutor final : public Executor {
   // The worker's summary.json; nullopt when there is none, or none that
   // read_run_summary accepts.
   static std::optional<greenshard::RunSummary> read_summary(const std::string& path) {
-    std::ifstream in(path);
+    std::ifstream in(path, std::ios::binary);
     if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return greenshard::read_run_summary(nlohmann::json::parse(ss.str(), nullptr, false), nullptr);
+    // One byte past the limit is enough to refuse a file that is too long.
+    std::string text(greenshard::kMaxRunSummaryBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    return greenshard::parse_run_summary(text, nullptr);
   }
 
   static bool is_our_gang(pid_t pid, const std::string& id) {

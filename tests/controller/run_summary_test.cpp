@@ -64,3 +64,34 @@ const BadSummary kBad[] = {
 
 INSTANTIATE_TEST_SUITE_P(Table, RefusedSummary, ::testing::ValuesIn(kBad),
                          [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
+// summary.json and a termination log are text the worker wrote: read with a
+// size limit, and with nesting skipped rather than built (a summary is flat).
+TEST(RunSummary, TextIsReadWithASizeLimitAndNestedContainersAreSkippedNotBuilt) {
+  const std::string fields = R"("state": "succeeded", "steps": 7, "tokens": 896, "energy_joules": 2.5)";
+  std::string error;
+  // 30,000 levels deep in a field the controller does not read: that field
+  // is skipped while parsing, and the summary is read.
+  const std::string deep_small =
+      "{" + fields + R"(, "extra": )" + std::string(30000, '[') + std::string(30000, ']') + "}";
+  ASSERT_LE(deep_small.size(), greenshard::kMaxRunSummaryBytes);
+  const auto s = greenshard::parse_run_summary(deep_small, &error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->steps, 7);
+  EXPECT_EQ(s->tokens, 896);
+
+  // Longer than the limit: refused, naming the size.
+  const std::string deep = "{" + fields + R"(, "extra": )" + std::string(200000, '[') + std::string(200000, ']') + "}";
+  EXPECT_FALSE(greenshard::parse_run_summary(deep, &error));
+  EXPECT_NE(error.find("more than the " + std::to_string(greenshard::kMaxRunSummaryBytes)), std::string::npos) << error;
+  // Not JSON, or JSON that is no summary.
+  EXPECT_FALSE(greenshard::parse_run_summary("{\"state\": ", &error));
+  EXPECT_EQ(error, "not JSON");
+  EXPECT_FALSE(greenshard::parse_run_summary("[1, 2]", &error));
+  EXPECT_EQ(error, "expected an object");
+  // The worker's own output reads back.
+  const std::string written = greenshard::to_json(RunSummary{RunEnd::kPreempted, 3, 96, 1.5, 1.0, 0.1, 0.0}).dump(2);
+  const auto back = greenshard::parse_run_summary(written, &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(greenshard::to_json(*back).dump(), greenshard::to_json(RunSummary{RunEnd::kPreempted, 3, 96, 1.5, 1.0, 0.1, 0.0}).dump());
+}

@@ -33,6 +33,25 @@ nlohmann::json to_json(const RunSummary& s) {
           {"embodied_grams", or_null(s.embodied_grams)}};
 }
 
+std::optional<RunSummary> parse_run_summary(std::string_view text, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<RunSummary> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  if (text.size() > kMaxRunSummaryBytes)
+    return fail(std::to_string(text.size()) + " bytes, more than the " + std::to_string(kMaxRunSummaryBytes) +
+                " a summary may have");
+  // depth 0 is the summary itself; a container inside it is skipped whole.
+  auto flat = [](int depth, nlohmann::json::parse_event_t ev, nlohmann::json&) {
+    const bool opens = ev == nlohmann::json::parse_event_t::object_start ||
+                       ev == nlohmann::json::parse_event_t::array_start;
+    return !(opens && depth > 0);
+  };
+  const nlohmann::json j = nlohmann::json::parse(text, flat, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return fail("not JSON");
+  return read_run_summary(j, error);
+}
+
 std::optional<RunSummary> read_run_summary(const nlohmann::json& j, std::string* error) {
   auto fail = [&](const std::string& why) -> std::optional<RunSummary> {
     if (error) *error = why;

@@ -43,4 +43,16 @@ nlohmann::json to_json(const RunSummary& s);
 // when error is not null.
 std::optional<RunSummary> read_run_summary(const nlohmann::json& j, std::string* error);
 
+// The longest summary text read: summary.json is well under 1 KiB, and a
+// Kubernetes termination log at most 4096 bytes.
+inline constexpr size_t kMaxRunSummaryBytes = 64 * 1024;
+
+// The text of summary.json or of a termination log (the worker writes it,
+// the executors read it: input like any other), read as read_run_summary
+// reads JSON. nullopt, with *error when error is not null, when it is longer
+// than kMaxRunSummaryBytes, is not JSON, or is not a summary. A summary is
+// flat: containers nested in it are skipped while parsing, never built, so
+// no depth of nesting costs stack or memory.
+std::optional<RunSummary> parse_run_summary(std::string_view text, std::string* error);
+
 }  // namespace greenshard
