@@ -4,8 +4,10 @@
 
 // A sanitizer build's allocator is the sanitizer's own: glibc's mallinfo2
 // sees none of it, and the runtime counts the bytes the program asked for.
+// (The runtimes export the call; g++ ships no header declaring it.)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#include <sanitizer/allocator_interface.h>
+#include <cstddef>
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #define GS_SANITIZER_ALLOCATOR 1
 #endif
 
