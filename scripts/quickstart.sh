@@ -58,8 +58,17 @@ regions:
   - {name: local-de, zone: DE, nodes: 1, pue: 1.2}
   - {name: local-ca-on, zone: CA-ON, nodes: 1, pue: 1.2}
 YAML
+# Both "regions" are this machine: the hardware profile the job's worker
+# measures with (carbon.hardware below), so the plan counts the embodied
+# emissions the run then measures.
+cat > "$RUN/hardware.yaml" <<YAML
+regions:
+  local-de: cpu-2s
+  local-ca-on: cpu-2s
+YAML
 CPORT=$(free_port)
-"$CONTROLLER" --tokens "$RUN/tokens" --regions "$RUN/regions.yaml" --data-dir "$RUN/controller" \
+"$CONTROLLER" --tokens "$RUN/tokens" --regions "$RUN/regions.yaml" --hardware "$RUN/hardware.yaml" \
+  --data-dir "$RUN/controller" \
   --host 127.0.0.1 --port "$CPORT" --worker "$WORKER" --cycle-ms 200 > "$RUN/controller.log" 2>&1 &
 PIDS+=($!)
 URL=http://127.0.0.1:$CPORT
@@ -131,6 +140,12 @@ print(f"expected       {p.get('expected_grams', 0):.3f} g vs {p.get('run_now_hom
 print(f"why            {p.get('explanation')}")
 pr = job.get("progress") or {}
 
+def planned_embodied(explanation):
+    # "Expected 1.5 g CO2e (operational 1.4 g, embodied 0.1 g) ..."
+    import re
+    m = re.search(r"embodied ([0-9.]+) g", explanation)
+    return float(m.group(1)) if m else 0.0
+
 def scraped(expr):
     # Prometheus has data for expr (a few tries: the first scrape may still
     # be in flight).
@@ -155,6 +170,9 @@ checks = {
     "tokens/s measured": (s.get("tokens_per_s") or 0) > 0,
     "energy and operational emissions reported": e.get("joules", 0) > 0 and e.get("operational_grams", 0) > 0,
     "placed in a region with an explanation": bool(p.get("region")) and bool(p.get("explanation")) and "grams_avoided" in p,
+    # The plan and the run agree in kind: both count embodied emissions.
+    "the plan counts embodied emissions, as the run measures them":
+        e.get("embodied_grams", 0) > 0 and planned_embodied(p.get("explanation") or "") > 0,
     # The controller's series (a short CI run's workers may finish between
     # two scrapes; tests/e2e/dashboards_e2e.py checks the workers' series).
     "Prometheus scraped the controller": scraped('max(max_over_time(greenshard_scheduler_cycles_total[1h]))'),
