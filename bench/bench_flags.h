@@ -19,6 +19,19 @@ namespace gsbench {
   std::exit(2);
 }
 
+// body()'s exit code; an exception ends the program with
+// "<program>: error: <what>" on stderr and exit 1 instead of std::terminate.
+template <class F>
+int run_guarded(const char* program, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    return 1;
+  }
+}
+
 // A benchmark that re-runs itself as each rank marks the rank processes
 // with the environment variable `var`. Set: runs rank(its value) and returns
 // its exit code (1, with "rank error: ..." on stderr, when it throws).

@@ -172,9 +172,7 @@ std::string table_with_bound(const std::vector<carbon::PolicyResult>& rows, cons
   return out + buf;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   using namespace carbon;
   Options o = parse(argc, argv);
   auto t_start = std::chrono::steady_clock::now();
@@ -488,3 +486,9 @@ int main(int argc, char** argv) {
       mig_only.saved_pct_vs_fifo, bound_saved, el_full.saved_pct_vs_fifo);
   return 0;
 }
+
+}  // namespace
+
+// Every exception ends the benchmark with its message (exit 1), never with
+// std::terminate (an LP bound whose time budget ran out on a busy machine).
+int main(int argc, char** argv) { return gsbench::run_guarded("bench_carbon_policies", [&] { return run(argc, argv); }); }

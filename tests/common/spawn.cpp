@@ -214,6 +214,25 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+int free_port_run(int n) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int base = free_port();
+    if (base + n > 65535) continue;
+    bool ok = true;
+    for (int k = 1; k < n && ok; ++k) {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<uint16_t>(base + k));
+      ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      if (fd >= 0) close(fd);
+    }
+    if (ok) return base;
+  }
+  throw std::runtime_error("gstest: no run of " + std::to_string(n) + " free loopback ports");
+}
+
 std::string self_exe() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -10,6 +10,9 @@ namespace gstest {
 
 // A TCP port that was free a moment ago (bind to port 0 on 127.0.0.1).
 int free_port();
+// The first of `n` consecutive loopback ports that were all free (a gang's
+// metrics: rank r listens on port + r).
+int free_port_run(int n);
 
 // Path of the running executable (/proc/self/exe).
 std::string self_exe();

@@ -57,9 +57,12 @@ const BadSummary kBad[] = {
     {"a state no worker writes", json{{"state", "done"}}, "state: expected succeeded or preempted, got 'done'"},
     {"a state with control bytes is named printably", json{{"state", "a\nb"}},
      "state: expected succeeded or preempted, got 'a?b'"},
-    {"steps as text", json{{"state", "succeeded"}, {"steps", "40"}}, "steps: expected a number"},
-    {"tokens as a fraction", json{{"state", "succeeded"}, {"tokens", 1.5}}, "tokens: expected a number"},
-    {"energy as text", json{{"state", "preempted"}, {"energy_joules", "7200"}}, "energy_joules: expected a number"},
+    {"steps as text", json{{"state", "succeeded"}, {"steps", "40"}}, "steps: expected a number >= 0"},
+    {"tokens as a fraction", json{{"state", "succeeded"}, {"tokens", 1.5}}, "tokens: expected a number >= 0"},
+    {"energy as text", json{{"state", "preempted"}, {"energy_joules", "7200"}}, "energy_joules: expected a number >= 0"},
+    {"negative steps", json{{"state", "succeeded"}, {"steps", -3}}, "steps: expected a number >= 0"},
+    {"tokens beyond int64", json{{"state", "succeeded"}, {"tokens", uint64_t(1) << 63}}, "tokens: expected a number >= 0"},
+    {"negative grams", json{{"state", "succeeded"}, {"operational_grams", -0.5}}, "operational_grams: expected a number >= 0"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, RefusedSummary, ::testing::ValuesIn(kBad),

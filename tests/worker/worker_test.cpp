@@ -704,7 +704,7 @@ json prom_query(int port, const std::string& q) {
 TEST(Worker, PrometheusScrapesStepsTokensEnergyAndEmissionsAndPromtoolAcceptsTheMetrics) {
   ASSERT_TRUE(fs::exists("/usr/bin/prometheus") && fs::exists("/usr/bin/promtool")) << "Debian prometheus package";
   Job job(100000);
-  const int metrics_port = gstest::free_port();
+  const int metrics_port = gstest::free_port_run(2);  // rank r listens on metrics_port + r
   gstest::Background worker(job.args(2, {"--metrics.port", std::to_string(metrics_port), "--metrics.bind", "127.0.0.1",
                                          "--carbon.region", "DE", "--job_id", "promtest"}),
                             {{"OMP_NUM_THREADS", "1"}});

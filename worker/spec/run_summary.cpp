@@ -1,5 +1,9 @@
 #include "worker/spec/run_summary.h"
 
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
 namespace greenshard {
 
 std::string_view to_string(RunEnd e) {
@@ -75,7 +79,13 @@ std::optional<RunSummary> read_run_summary(const nlohmann::json& j, std::string*
     auto it = j.find(key);
     if (bad || it == j.end() || it->is_null()) return;
     using T = typename std::decay_t<decltype(out)>::value_type;
-    if (std::is_integral_v<T> ? !it->is_number_integer() : !it->is_number()) {
+    // Counters and measures are never negative; an integer must fit int64.
+    const bool fits = std::is_integral_v<T>
+                          ? it->is_number_integer() &&
+                                !(it->is_number_unsigned() && it->template get<uint64_t>() > uint64_t(INT64_MAX)) &&
+                                it->template get<int64_t>() >= 0
+                          : it->is_number() && std::isfinite(it->template get<double>()) && it->template get<double>() >= 0;
+    if (!fits) {
       bad = key;
       return;
     }
@@ -87,7 +97,7 @@ std::optional<RunSummary> read_run_summary(const nlohmann::json& j, std::string*
   number("energy_joules", s.energy_joules);
   number("operational_grams", s.operational_grams);
   number("embodied_grams", s.embodied_grams);
-  if (bad) return fail(std::string(bad) + ": expected a number");
+  if (bad) return fail(std::string(bad) + ": expected a number >= 0");
   return s;
 }
 

@@ -38,7 +38,8 @@ nlohmann::json to_json(const RunSummary& s);
 
 // summary.json or a termination log: an object whose "state" is one of
 // RunEnd's spellings and whose fields above, where present and not null,
-// are numbers (other fields are ignored). Otherwise nullopt, with *error
+// are numbers >= 0, the counters integers that fit int64 (other fields are
+// ignored). Otherwise nullopt, with *error
 // naming the field ("state: expected succeeded or preempted, got 'done'")
 // when error is not null.
 std::optional<RunSummary> read_run_summary(const nlohmann::json& j, std::string* error);
