@@ -4,6 +4,8 @@
 // `list` prints no table. Only loopback is contacted (and the resolver, for
 // a name under the reserved .invalid TLD).
 #include <gtest/gtest.h>
+
+#include "common/loopback_socket.h"
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -39,28 +41,7 @@ int error_lines(const std::string& out) {
   return n;
 }
 
-// A TCP socket bound to 127.0.0.1 on a port the kernel picks; listening
-// when asked. Closed by the destructor.
-struct LoopbackSocket {
-  int fd = -1, port = 0;
-  explicit LoopbackSocket(bool listening) {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        (listening && ::listen(fd, 16) != 0) || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      throw std::runtime_error("loopback socket");
-    port = ntohs(a.sin_port);
-  }
-  ~LoopbackSocket() {
-    if (fd >= 0) ::close(fd);
-  }
-  std::string url(const char* scheme = "http") const {
-    return std::string(scheme) + "://127.0.0.1:" + std::to_string(port);
-  }
-};
+using gstest::LoopbackSocket;
 
 // A server that accepts every connection (in a thread of the test) and
 // never answers; the connections close when it is destroyed.
