@@ -21,11 +21,16 @@ std::string trust_anchors(const HttpClientOptions& o) {
   return var.empty() ? "the CA bundle '" + o.ca_bundle + "'" : var + "=" + o.ca_bundle;
 }
 
+// "0.5 s".
+std::string seconds(std::chrono::milliseconds d) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%g s", double(d.count()) / 1000);
+  return s;
+}
+
 // "within --timeout 0.5 s" / "within 5 s".
 std::string within_read_timeout(const HttpClientOptions& o) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%g s", double(o.read_timeout.count()) / 1000);
-  return "within " + (o.read_timeout_origin.empty() ? "" : o.read_timeout_origin + " ") + s;
+  return "within " + (o.read_timeout_origin.empty() ? "" : o.read_timeout_origin + " ") + seconds(o.read_timeout);
 }
 
 // Why connecting to `e` fails, found out once more by hand (httplib says
@@ -98,6 +103,13 @@ HttpFailure explain_http_failure(const httplib::Result& result, const httplib::C
         return {Kind::kTimeout,
                 "timeout: " + server + " accepted the connection but sent no answer " + within_read_timeout(options)};
       return {Kind::kClosed, server + " closed the connection without an answer"};
+    case httplib::Error::Write:
+      // The server closed (or reset) the connection before it took the
+      // whole request, or stopped reading it for write_timeout.
+      if (std::chrono::steady_clock::now() - sent >= options.write_timeout)
+        return {Kind::kTimeout, "timeout: " + server + " accepted the connection but did not take the request within " +
+                                    seconds(options.write_timeout)};
+      return {Kind::kClosed, server + " closed the connection before it took the request"};
     case httplib::Error::ConnectionTimeout:
       return {Kind::kConnectTimeout, no_connect};
     case httplib::Error::Connection: {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,13 +26,23 @@ using Kind = HttpFailure::Kind;
 
 using gstest::LoopbackSocket;
 
-// Accepts every connection and closes it at once.
+// Accepts every connection and closes it: after reading the request's
+// head (so the client has sent all of a GET and then reads the end of the
+// stream), or at once without reading (so a client still sending a large
+// body has its connection reset).
 struct ClosingServer {
   LoopbackSocket sock{true};
   std::thread acceptor;
-  ClosingServer() {
-    acceptor = std::thread([this] {
-      for (int c; (c = ::accept4(sock.fd, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) ::close(c);
+  explicit ClosingServer(bool read_head_first) {
+    acceptor = std::thread([this, read_head_first] {
+      for (int c; (c = ::accept4(sock.fd, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+        std::string head;
+        char buf[4096];
+        ssize_t n;
+        while (read_head_first && head.find("\r\n\r\n") == std::string::npos && (n = ::read(c, buf, sizeof buf)) > 0)
+          head.append(buf, size_t(n));
+        ::close(c);
+      }
     });
   }
   ~ClosingServer() {
@@ -66,10 +77,27 @@ TEST(HttpFailure, NothingListeningIsARefusedConnectNamingHostAndPort) {
 }
 
 TEST(HttpFailure, AServerThatClosesWithoutAnAnswer) {
-  ClosingServer closing;
+  ClosingServer closing(/*read_head_first=*/true);
   const HttpFailure f = get_fails(options(closing.sock.url()));
   EXPECT_EQ(f.kind, Kind::kClosed);
   EXPECT_EQ(f.cause, closing.sock.url() + " closed the connection without an answer");
+}
+
+TEST(HttpFailure, AServerThatClosesBeforeItTookTheRequest) {
+  // 64 MiB cannot fit in loopback socket buffers that nobody reads: the
+  // close always comes while the body is still being sent. (Which of the
+  // two a closing server hits first depends on when it closes: a GET to a
+  // server that closes at once may fail either way; both are kClosed.)
+  ClosingServer closing(/*read_head_first=*/false);
+  HttpClientOptions o = options(closing.sock.url());
+  o.write_timeout = std::chrono::seconds(60);
+  auto client = make_http_client(o);
+  const auto sent = std::chrono::steady_clock::now();
+  auto r = client.Post("/", std::string(64 << 20, 'x'), "application/octet-stream");
+  ASSERT_FALSE(r) << "answered HTTP " << r->status;
+  const HttpFailure f = explain_http_failure(r, client, o, sent);
+  EXPECT_EQ(f.kind, Kind::kClosed);
+  EXPECT_EQ(f.cause, closing.sock.url() + " closed the connection before it took the request");
 }
 
 TEST(HttpFailure, NoAnswerWithinTheReadTimeoutNamesItAndWhereItCameFrom) {

@@ -16,8 +16,9 @@ struct HttpFailure {
     kCertificate,     // TLS: the chain is not trusted, or the certificate does not name the host
     kCaBundle,        // TLS: the CA bundle (or the system's CAs) could not be loaded
     kHandshake,       // TLS: the handshake failed at once (the server does not speak TLS)
-    kTimeout,         // connected, but no handshake or no answer within read_timeout
-    kClosed,          // connected, and the server closed without an answer
+    kTimeout,         // connected, but no handshake or no answer within read_timeout (or the
+                      // request not taken within write_timeout)
+    kClosed,          // connected, and the server closed without an answer, or before it took the request
     kRefused,         // nothing listens at the host and port
     kConnectTimeout,  // no answer to connect within connect_timeout
     kOther,           // anything else (an unknown host, ...): the cause names it
