@@ -204,13 +204,13 @@ double intensity_hours(const Prepared& p, double x0, double x1) {
 }
 double score_hours(const Prepared& p, double x0, double x1) { return integral_hours(p.score, p.sprefix, x0, x1) * p.slot_h; }
 
-// Earliest / cheapest contiguous start in region p. `last_end_slot`: the run
-// must end within slot < last_end_slot (deadline); `earliest_only`: take the
-// first feasible start.
-Plan best_contiguous(const Prepared& p, const Job& job, const JobShape& js, int first_slot, Time now,
+// Earliest / cheapest contiguous start in region p: the run ends before
+// slot `horizon` (the job's, job_horizon) and by `deadline` (unless
+// `earliest_only`: then the first feasible start is taken).
+Plan best_contiguous(const Prepared& p, const Job& job, const JobShape& js, int first_slot, int horizon, Time now,
                      Time deadline, bool earliest_only, double tol) {
   Plan best;
-  int n = static_cast<int>(p.intensity.size());
+  int n = std::min(horizon, static_cast<int>(p.intensity.size()));
   int L = slots_for(js.len);
   if (L <= 0 || L > n) return best;
   double off0 = now_offset(now, p.slot);
@@ -355,7 +355,8 @@ std::string grams_str(double g) {
 struct PassContext {
   std::vector<Prepared> prepared;
   Time now;
-  int n = 0;
+  int n = 0;            // slots prepared: at least every placed job's horizon (job_horizon)
+  int lookahead = 0;    // PlacementOptions::max_lookahead in slots
   Seconds slot{3600};   // the finest forecast step among the regions
   double slot_h = 1.0;
   Time base{};          // floor_to_step(now, slot): start of slot 0
@@ -371,6 +372,28 @@ struct PassContext {
 
 // Hour of the week of slot k (0 = Monday 00:00 UTC).
 int hour_of_week(const PassContext& ctx, int k) { return ExpectedLoad::hour_of_week(ctx.base + ctx.slot * k); }
+
+// The slots a job's plan may use, from slot 0: the look-ahead, or, for a
+// job that cannot run within it, the longest it can run -- at its narrowest
+// width when elastic, plus the overhead of max_windows windows -- and the
+// slot a start at `now` may straddle (such a job starts at once or waits
+// for a later pass). A function of the job alone, never of the other jobs
+// in a pass: a job's decision does not depend on what it is placed with.
+int job_horizon(const Job& job, int lookahead_slots, Seconds slot, const PlacementOptions& opt) {
+  double run_s = static_cast<double>(job.duration.count());
+  if (job.elastic() && job.min_width() >= 1) {
+    double v = 0;
+    try {
+      v = job.speed(job.min_width());
+    } catch (const CarbonError&) {
+      v = 0;   // an invalid curve is refused where the job is planned
+    }
+    if (v > 0 && std::isfinite(v)) run_s = std::max(run_s, run_s / v);
+  }
+  run_s += static_cast<double>(job.resume_overhead.count()) * std::max(0, opt.max_windows);
+  const double slots = std::min(run_s / static_cast<double>(slot.count()), 1e6);   // 1e6 slots: > 9 years of 5-minute slots
+  return std::max(lookahead_slots, slots_for(slots) + 1);
+}
 
 // Marginal intensity of slot k: fill max(expected x load_factor, planned)
 // GPUs cleanest region first; theta is the intensity of the region where
@@ -436,7 +459,7 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   d.job_id = job.id;
   const Time now = ctx.now;
   const int wfirst = std::max(first_slot, now_offset(now, ctx.slot) > 0 ? 1 : 0);
-  const int end_slot = slots_before(now, job.deadline, ctx.n, ctx.slot);
+  const int end_slot = slots_before(now, job.deadline, job_horizon(job, ctx.lookahead, ctx.slot, opt), ctx.slot);
   std::vector<detail::ElasticRegionView> all;
   for (int ri : cands) {
     const auto& p = ctx.prepared[ri];
@@ -553,6 +576,12 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
 
   bool deadline_bound = opt.policy == Policy::kTemporal || opt.policy == Policy::kSpatioTemporal;
   bool home_only = opt.policy == Policy::kTemporal || opt.policy == Policy::kRunNowHome;
+  const int horizon = job_horizon(job, ctx.lookahead, ctx.slot, opt);
+  if (horizon > ctx.n) throw CarbonError("placement: a pass of " + std::to_string(ctx.n) + " slots for job " + job.id +
+                                         " that needs " + std::to_string(horizon));   // make_context sizes it
+  // "within the 48 h look-ahead" / "within the 83 h its run needs".
+  const std::string within =
+      "within the " + hours_str(ctx.slot * horizon) + (horizon > ctx.lookahead ? " its run needs" : " look-ahead");
   Time earliest = std::max(now, job.submit);
   int first_slot = static_cast<int>((floor_to_step(earliest, ctx.slot) - ctx.base) / ctx.slot);
   if (earliest > now && earliest != floor_to_step(earliest, ctx.slot)) first_slot += 1;  // start at the next slot boundary
@@ -563,7 +592,7 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
   if (home >= 0 && ctx.prepared[home].problem.empty()) {
     const auto& hp = ctx.prepared[home];
     auto js = shape(job, *hp.region, ctx.slot);
-    if (first_slot + slots_for(js.len) + 1 <= ctx.n)
+    if (first_slot + slots_for(js.len) + 1 <= horizon)
       d.run_now_home_grams =
           js.kw * intensity_hours(hp, first_slot == 0 ? now_offset(now, ctx.slot) : first_slot,
                                   (first_slot == 0 ? now_offset(now, ctx.slot) : first_slot) + js.len) +
@@ -608,11 +637,11 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
     auto js = shape(job, *p.region, ctx.slot);
     Plan plan;
     if (!deadline_bound) {
-      plan = best_contiguous(p, job, js, first_slot, now, job.deadline, /*earliest_only=*/true, 0.0);
-      if (!plan.ok) note(name + ": no free capacity within the " + hours_str(ctx.slot * ctx.n) + " look-ahead");
+      plan = best_contiguous(p, job, js, first_slot, horizon, now, job.deadline, /*earliest_only=*/true, 0.0);
+      if (!plan.ok) note(name + ": no free capacity " + within);
     } else {
-      int end_slot = slots_before(now, job.deadline, ctx.n, ctx.slot);
-      plan = best_contiguous(p, job, js, first_slot, now, job.deadline, false, opt.prefer_earlier_within);
+      int end_slot = slots_before(now, job.deadline, horizon, ctx.slot);
+      plan = best_contiguous(p, job, js, first_slot, horizon, now, job.deadline, false, opt.prefer_earlier_within);
       if (job.interruptible && opt.max_windows > 1 && end_slot > first_slot) {
         // Windows use whole slots: skip the partial slot of `now`.
         int wfirst = std::max(first_slot, now_offset(now, ctx.slot) > 0 ? 1 : 0);
@@ -621,9 +650,8 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
           plan = w;
       }
       if (!plan.ok) {
-        if (job.deadline != Time::max() && slots_before(now, job.deadline, ctx.n, ctx.slot) >= ctx.n &&
-            ctx.base + ctx.slot * ctx.n < job.deadline)
-          note(name + ": not enough free capacity within the " + hours_str(ctx.slot * ctx.n) + " look-ahead");
+        if (end_slot >= horizon && ctx.base + ctx.slot * horizon < job.deadline)
+          note(name + ": not enough free capacity " + within);
         else
           note(name + ": not enough free capacity (" + std::to_string(job.gpus) + " GPUs for " +
                fmt1(js.hours) + " h) before the deadline");
@@ -709,8 +737,10 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
   return d;
 }
 
+// The context of a pass that places `jobs`: slots enough for the longest
+// horizon among them.
 PassContext make_context(const std::vector<Region>& regions, const CapacityLedger& planned, Time now,
-                         const PlacementOptions& opt) {
+                         const PlacementOptions& opt, const std::vector<Job>& jobs) {
   PassContext ctx;
   ctx.now = now;
   // The slot: the finest supported forecast step (regions with another step
@@ -721,7 +751,9 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
       ctx.slot = r.forecast.step();
   ctx.slot_h = static_cast<double>(ctx.slot.count()) / 3600.0;
   ctx.base = floor_to_step(now, ctx.slot);
-  ctx.n = static_cast<int>(std::max<long>(1, Seconds{opt.max_lookahead} / ctx.slot));
+  ctx.lookahead = static_cast<int>(std::max<long>(1, Seconds{opt.max_lookahead} / ctx.slot));
+  ctx.n = ctx.lookahead;
+  for (const auto& j : jobs) ctx.n = std::max(ctx.n, job_horizon(j, ctx.lookahead, ctx.slot, opt));
   ctx.prepared.reserve(regions.size());
   for (const auto& r : regions) ctx.prepared.push_back(prepare(r, now, ctx.n, planned, ctx.slot));
   const auto& prof = opt.expected_load_by_hour_of_week;
@@ -786,7 +818,7 @@ void commit(PassContext& ctx, CapacityLedger& planned, const Job& job, const Dec
 
 Decision place(const Job& job, const std::vector<Region>& regions, const CapacityLedger& planned, Time now,
                const PlacementOptions& options) {
-  auto ctx = make_context(regions, planned, now, options);
+  auto ctx = make_context(regions, planned, now, options, {job});
   return place_prepared(job, ctx, options);
 }
 
@@ -800,7 +832,7 @@ std::vector<Decision> place_all(const std::vector<Job>& jobs, const std::vector<
                                 const std::vector<const Decision*>& held, std::vector<bool>* kept) {
   if (!held.empty() && held.size() != jobs.size()) throw CarbonError("place_all: held plans must be empty or one per job");
   if (kept) kept->assign(jobs.size(), false);
-  auto ctx = make_context(regions, planned, now, options);
+  auto ctx = make_context(regions, planned, now, options, jobs);
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {

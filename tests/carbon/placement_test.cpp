@@ -369,6 +369,72 @@ TEST(Placement, ForecastShorterThanTheDeadlineIsExtendedAndSaid) {
   EXPECT_NE(d2.explanation.find("repeating its last 24 h"), std::string::npos);
 }
 
+// A job longer than the look-ahead: its plan may run as long as the job
+// needs (the forecast extended by repeating its last 24 h), so it starts
+// at once or waits for a later pass -- never "no capacity" forever. Jobs
+// that fit the look-ahead are planned within it, as before.
+struct LongJobCase {
+  const char* name;
+  int hours;                          // the job's run time (look-ahead: 12 h)
+  bool interruptible;
+  int busy_h;                         // region A is full for the first busy_h hours
+  Policy policy;
+  bool feasible;
+  std::pair<int, int> span;           // first start .. last end, hours from now
+  const char* reason_has;
+};
+
+void PrintTo(const LongJobCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class LongerThanTheLookahead : public ::testing::TestWithParam<LongJobCase> {};
+
+TEST_P(LongerThanTheLookahead, APlanAsLongAsTheJobNeeds) {
+  const auto& c = GetParam();
+  Region a = make_region({"A", 8, 300, {{2, 4, 50}}}, 12);   // a 12 h forecast
+  CapacityLedger ledger;
+  if (c.busy_h > 0) ledger.reserve("A", kNow, kNow + Hours{c.busy_h}, 8);
+  Region b = make_region({"B", 8, 400, {}}, 12);
+  Job job{"long", 8, Hours{c.hours}, kNow, Time::max(), "A", {"A"}, c.interruptible};
+  job.resume_overhead = Seconds{0};
+  PlacementOptions opt;
+  opt.policy = c.policy;
+  opt.max_lookahead = Hours{12};
+  // Alone, and in a pass with a job that needs more slots (elsewhere): the
+  // same decision.
+  const Decision d = place(job, {a, b}, ledger, kNow, opt);
+  CapacityLedger pass_ledger = ledger;
+  Job longer{"longer", 8, Hours{60}, kNow, Time::max(), "B", {"B"}, false};
+  const auto both = place_all({job, longer}, {a, b}, pass_ledger, kNow, opt);
+  ASSERT_EQ(d.feasible, c.feasible) << d.explanation;
+  ASSERT_EQ(both[0].feasible, c.feasible) << both[0].explanation;
+  if (!c.feasible) {
+    EXPECT_NE(d.reason.find(c.reason_has), std::string::npos) << d.reason;
+    return;
+  }
+  ASSERT_EQ(d.windows.size(), both[0].windows.size());
+  for (size_t w = 0; w < d.windows.size(); ++w) {
+    EXPECT_EQ(d.windows[w].start, both[0].windows[w].start);
+    EXPECT_EQ(d.windows[w].end, both[0].windows[w].end);
+  }
+  EXPECT_TRUE(both[1].feasible) << both[1].explanation;
+  EXPECT_EQ(std::make_pair(static_cast<int>((d.start - kNow) / Hours{1}), static_cast<int>((d.end - kNow) / Hours{1})),
+            c.span)
+      << d.explanation;
+  EXPECT_EQ(d.forecast_extended, c.span.second > 12);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, LongerThanTheLookahead,
+    ::testing::Values(
+        LongJobCase{"a 30 h job with a 12 h look-ahead starts now", 30, false, 0, P::kSpatioTemporal, true, {0, 30}, ""},
+        LongJobCase{"a 30 h job under fifo starts now", 30, false, 0, P::kRunNowHome, true, {0, 30}, ""},
+        LongJobCase{"a 30 h interruptible job runs in windows that end within its 31 h", 30, true, 0,
+                    P::kSpatioTemporal, true, {0, 30}, ""},
+        LongJobCase{"a 30 h job in a region busy for the first 2 h waits for a later pass", 30, false, 2,
+                    P::kSpatioTemporal, false, {0, 0}, "within the 31 h its run needs"},
+        LongJobCase{"a 10 h job in a region busy for 2 h is planned within the look-ahead", 10, false, 2,
+                    P::kSpatioTemporal, true, {2, 12}, ""}));
+
 TEST(Placement, PassCommitsCapacitySoJobsDoNotCollide) {
   std::vector<Region> regions{make_region({"A", 64, 300, {}}), make_region({"B", 8, 10, {}}),
                               make_region({"C", 8, 20, {}})};

@@ -117,6 +117,13 @@ std::vector<PlaceCase> place_cases() {
       {"a deadline that cannot be met runs as early as possible", de_clean_at_1,
        {{"regions", {"DE"}}, {"estimate", {{"duration_s", 7200}}}, {"deadline", "2025-12-02T01:00:00Z"}}, "RUNNING",
        "DE", "deadline-infeasible", 0},
+      {"a job longer than the 48 h look-ahead runs now", de_clean_at_1,
+       {{"regions", {"DE"}}, {"estimate", {{"duration_s", 81 * 3600}}}, {"max_delay_s", 24 * 3600}}, "RUNNING", "DE",
+       "spatio-temporal", 0},
+      {"an interruptible job longer than the look-ahead runs now too", de_clean_at_1,
+       {{"regions", {"DE"}}, {"estimate", {{"duration_s", 81 * 3600}}}, {"max_delay_s", 24 * 3600},
+        {"interruptible", true}},
+       "RUNNING", "DE", "spatio-temporal", 0},
       {"the fifo baseline runs now at home although another region is cleaner", de_fr,
        {{"regions", {"DE", "FR"}}, {"home_region", "DE"}}, "RUNNING", "DE", "fifo", 0, 1, carbon::Policy::kRunNowHome},
   };

@@ -127,7 +127,11 @@ const char* policy_name(Policy p);   // "fifo", "temporal", "spatial", "spatio-t
 struct PlacementOptions {
   Policy policy = Policy::kSpatioTemporal;
   int max_windows = 6;                 // interruptible jobs: at most this many run windows
-  Hours max_lookahead{8 * 24};         // never plan further than this after now
+  // Never plan further than this after now -- except a job that cannot run
+  // within it: its plan may be as long as its run (at its narrowest width,
+  // plus max_windows resume overheads), so it starts at once or waits for a
+  // later pass. Beyond the forecast, the forecast's last 24 h repeat.
+  Hours max_lookahead{8 * 24};
   // A later plan must be cheaper by more than this fraction to beat an
   // earlier one (0 = strictly cheapest). Capacity left idle now is lost,
   // capacity later can still serve jobs that arrive later.
