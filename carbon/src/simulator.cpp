@@ -293,7 +293,8 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         o.region = d.region;
         o.windows = d.windows;
         o.expected_grams = d.expected_grams;
-        o.fallback = results[b].outcome == PassOutcome::kFallback;
+        // A kept plan stays what it was (a fallback stays a fallback).
+        if (results[b].outcome != PassOutcome::kKeptPrevious) o.fallback = results[b].outcome == PassOutcome::kFallback;
         if (replan > 0 && o.windows.front().start > t) waiting.push_back(i);
       }
       pending = std::move(still);

@@ -147,6 +147,19 @@ Scheduler::Scheduler(Registry& registry, const Clock& clock, std::vector<RegionC
   }
 }
 
+std::string describe_placement_settings(const SchedulerOptions& o) {
+  const carbon::PlacementOptions& p = o.placement;
+  char buf[320];
+  const bool priced = o.learn_expected_load && p.capacity_price_weight > 0;
+  std::snprintf(buf, sizeof buf,
+                "look-ahead %lld h, re-plan every %lld s, capacity price %g (load spread %g, learned at rate %g)%s, "
+                "at most %d windows, prefer earlier within %g",
+                static_cast<long long>(p.max_lookahead.count()), static_cast<long long>(o.replan_period_ms / 1000),
+                priced ? p.capacity_price_weight : 0.0, p.capacity_price_load_spread, o.load_learning_rate,
+                priced ? "" : " off", p.max_windows, p.prefer_earlier_within);
+  return buf;
+}
+
 int Scheduler::horizon_h() const { return int(std::max<int64_t>(1, opt_.placement.max_lookahead.count())); }
 
 void Scheduler::learn_load(int64_t now_ms) {

@@ -96,6 +96,12 @@ struct SchedulerOptions {
   }
 };
 
+// The placement settings of `o` in one line, as the controller logs them
+// at start and greenshard-sim prints them ("look-ahead 48 h, re-plan every
+// 3600 s, capacity price 0.9 (load spread 0.2, learned at rate 0.3), at
+// most 6 windows, prefer earlier within 0.05"); the policy is not in it.
+std::string describe_placement_settings(const SchedulerOptions& o);
+
 struct CycleReport {
   int64_t cycle = 0;
   std::vector<std::pair<std::string, double>> phase_seconds;

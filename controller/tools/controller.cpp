@@ -123,7 +123,10 @@ int main(int argc, char** argv) {
   app.add_option("--cycle-ms", cycle_ms, "scheduler period")->check(CLI::Range(10, 600000));
   app.add_option("--stop-grace-ms", grace_ms, "SIGTERM -> SIGKILL grace")->check(CLI::Range(int64_t(0), carbon::kHourMs));
   app.add_option("--backoff-ms", backoff_ms, "first restart backoff (doubles)")->check(CLI::Range(int64_t(0), carbon::kHourMs));
-  int lookahead_h = 48, replan_s = 3600;
+  // Defaults: SchedulerOptions's (greenshard-sim's too).
+  const SchedulerOptions scheduler_defaults;
+  int lookahead_h = int(scheduler_defaults.placement.max_lookahead.count()),
+      replan_s = int(scheduler_defaults.replan_period_ms / 1000);
   app.add_option("--policy", policy_name,
                  "placement policy: spatio-temporal (carbon-aware), fifo (run now at home, the baseline), "
                  "temporal, spatial")
@@ -203,8 +206,9 @@ int main(int argc, char** argv) {
       if (cs.source == "carbon-aware-sdk" && !cs.api_key.empty())
         std::fprintf(stderr, "greenshard-controller: warning: %s: api_key_file: carbon/'s Carbon Aware SDK client "
                      "sends no key; the key is not used\n", carbon_source_file.c_str());
-      std::fprintf(stderr, "greenshard-controller: carbon source %s%s%s\n", cs.source.c_str(),
-                   cs.url.empty() ? "" : " ", cs.url.c_str());
+      std::fprintf(stderr, "greenshard-controller: carbon source %s%s%s%s\n", cs.source.c_str(),
+                   cs.url.empty() ? "" : " ", cs.url.c_str(),
+                   cs.source == "file" ? (" (forecast " + cs.forecaster + ")").c_str() : "");
     }
     Store store(data_dir + "/controller.db");
     SystemClock clock;
@@ -313,6 +317,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "greenshard-controller: listening on %s://%s:%d (policy %s, %zu regions, %lld jobs)\n",
                  scheme.c_str(), host.c_str(), bound, sched.policy_name().c_str(), regions.size(),
                  static_cast<long long>(registry.size()));
+    std::fprintf(stderr, "greenshard-controller: placement: %s\n", describe_placement_settings(so).c_str());
     api.serve();
     sched.stop();
     sched_thread.join();

@@ -13,6 +13,11 @@
 //                  [--policies p1,p2,...] [--max-windows N] [--lookahead-h N]
 //                  [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]
 //                  [--engine library|service|both] [--store FILE]
+//
+// Its placement settings default to the controller's (SchedulerOptions and
+// a `source: file` carbon source: look-ahead, re-planning period,
+// forecaster, capacity pricing, windows); it prints them on a
+// "# placement:" line, as the controller logs them at start.
 #include <carbon/catalog.h>
 #include <carbon/error.h>
 #include <carbon/hardware.h>
@@ -20,6 +25,8 @@
 #include <carbon/time_ms.h>
 #include <carbon/trace.h>
 
+#include "controller/config/config_files.h"
+#include "controller/scheduling/scheduler.h"
 #include "controller/tools/sim_engine.h"
 
 #include <cmath>
@@ -113,15 +120,25 @@ int main(int argc, char** argv) {
       cfg.actual[z.id] = all.series(z.id);
     }
     auto seed = static_cast<std::uint64_t>(number("--seed", get("--seed", "1"), 0));
-    cfg.forecaster = carbon::make_forecaster(get("--forecast", "perfect"), seed);
-    cfg.placement.max_windows = static_cast<int>(number("--max-windows", get("--max-windows", "6"), 1));
-    cfg.replan_every = carbon::Hours{static_cast<long>(number("--replan-every-h", get("--replan-every-h", "0"), 0))};
-    cfg.placement.prefer_earlier_within = number("--prefer-earlier", get("--prefer-earlier", "0.05"), 0);
+    // The controller's settings unless a flag says otherwise: the same
+    // SchedulerOptions and carbon source defaults (the forecaster of a
+    // `source: file` carbon source).
+    controller::SchedulerOptions so_eff;
+    const std::string forecast = get("--forecast", controller::CarbonSourceConfig{}.forecaster);
+    cfg.forecaster = carbon::make_forecaster(forecast, seed);
+    auto& pl = so_eff.placement;
+    auto num = [&](const char* flag, double def, double min) { return flags.count(flag) ? number(flag, flags[flag], min) : def; };
+    pl.max_windows = static_cast<int>(num("--max-windows", pl.max_windows, 1));
+    pl.prefer_earlier_within = num("--prefer-earlier", pl.prefer_earlier_within, 0);
     // Capacity pricing of the spatio-temporal policy (0 = off).
-    if (flags.count("--capacity-price"))
-      cfg.placement.capacity_price_weight = number("--capacity-price", flags["--capacity-price"], 0);
-    cfg.learn_expected_load = cfg.placement.capacity_price_weight > 0;
-    cfg.placement.max_lookahead = carbon::Hours{static_cast<long>(number("--lookahead-h", get("--lookahead-h", "192"), 24))};
+    pl.capacity_price_weight = num("--capacity-price", pl.capacity_price_weight, 0);
+    pl.max_lookahead = carbon::Hours{static_cast<long>(num("--lookahead-h", double(pl.max_lookahead.count()), 24))};
+    const long replan_h = static_cast<long>(num("--replan-every-h", double(so_eff.replan_period_ms / carbon::kHourMs), 0));
+    so_eff.replan_period_ms = replan_h * carbon::kHourMs;
+    cfg.placement = pl;
+    cfg.replan_every = carbon::Hours{replan_h};
+    cfg.learn_expected_load = so_eff.learn_expected_load && pl.capacity_price_weight > 0;
+    cfg.load_learning_rate = so_eff.load_learning_rate;
 
     std::vector<carbon::Job> trace;
     if (flags.count("--trace")) {
@@ -151,12 +168,13 @@ int main(int argc, char** argv) {
     std::printf("# greenshard-sim: %zu jobs, %zu regions x %d %s (%s, PUE %.2f), forecast %s\n", trace.size(),
                 cfg.regions.size(), capacity, hw.resource.c_str(), hw.name.c_str(), pue, cfg.forecaster->name().c_str());
     std::printf("# intensity: %s\n", all.describe().c_str());
+    std::printf("# placement: %s\n", controller::describe_placement_settings(so_eff).c_str());
     std::printf("# engine: %s\n", engine.c_str());
     std::vector<carbon::PolicyResult> results;
     if (engine != "service") results = carbon::compare_policies(trace, cfg, policies);
     if (engine != "library") {
       controller::ServiceSimOptions so;
-      so.forecaster = get("--forecast", "perfect");
+      so.forecaster = forecast;
       so.seed = seed;
       so.replan_period_ms = int64_t(cfg.replan_every.count()) * carbon::kHourMs;
       if (flags.count("--store")) so.store_path = flags["--store"];
