@@ -306,6 +306,11 @@ struct Solution {
 
 constexpr size_t kGroupSize = 10;     // jobs per partial-sum row (interior point)
 
+// The time budget ran out before or while an LP was solved.
+struct BudgetOut : CarbonError {
+  using CarbonError::CarbonError;
+};
+
 // Solves the LP of jobs `ids` (indices into m.jobs) over their windows with
 // `solver`; an interior point failure is re-solved with glp_simplex (which
 // also tells an infeasible LP apart).
@@ -325,8 +330,8 @@ Solution solve(const Model& m, const std::vector<int>& ids, const std::vector<Jo
                            format_time(hour_time(m.h0 + sol.lo)) + " .. " + format_time(hour_time(m.h0 + hi));
   double left_s = std::chrono::duration<double>(deadline - SteadyClock::now()).count();
   if (left_s <= 0)
-    throw CarbonError("lp_bound: the time limit of " + hours_str(o.time_limit_s) + " s ran out before the LP of the " +
-                      what + "; raise LpBoundOptions::time_limit_s");
+    throw BudgetOut("lp_bound: the time limit of " + hours_str(o.time_limit_s) + " s ran out before the LP of the " +
+                    what + "; raise LpBoundOptions::time_limit_s");
 
   // Which kinds run in which hours; how many kinds share a region-hour.
   std::vector<char> active(K * n, 0);
@@ -471,7 +476,7 @@ Solution solve(const Model& m, const std::vector<int>& ids, const std::vector<Jo
                         " finishes every job by its deadline within the regions' capacity" +
                         overload_hint(m, ids, trace));
     if (rc == GLP_ETMLIM)
-      throw CarbonError("lp_bound: GLPK reached the time limit of " + hours_str(o.time_limit_s) +
+      throw BudgetOut("lp_bound: GLPK reached the time limit of " + hours_str(o.time_limit_s) +
                         " s on the LP of the " + what + " (" + std::to_string(sol.rows) + " rows, " +
                         std::to_string(sol.cols) + " columns); raise LpBoundOptions::time_limit_s or use blocks");
     if (rc != 0 || glp_get_status(lp) != GLP_OPT)
@@ -562,12 +567,21 @@ LpBound lp_bound(const std::vector<Job>& trace, const SimConfig& config, const L
   }
   std::vector<Solution> solved(blocks.size());
   std::vector<std::exception_ptr> errors(blocks.size());
+  std::vector<std::string> over(blocks.size());   // the block's budget overrun, when priced at zero
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
+  const bool price_at_zero = options.on_budget_out == LpBudgetOut::kPriceAtZero;
   auto work = [&] {
     for (size_t b; !failed && (b = next++) < blocks.size();) {
       try {
         solved[b] = solve(m, blocks[b].ids, trace, options, options.solver, deadline);
+      } catch (const BudgetOut& e) {
+        if (!price_at_zero) {
+          errors[b] = std::current_exception();
+          failed = true;
+        } else {
+          over[b] = e.what();
+        }
       } catch (...) {
         errors[b] = std::current_exception();
         failed = true;
@@ -592,6 +606,10 @@ LpBound lp_bound(const std::vector<Job>& trace, const SimConfig& config, const L
   const size_t R = m.capacity.size(), H = static_cast<size_t>(m.H);
   std::vector<double> lambda(R * H, 0.0);
   for (size_t b = 0; b < blocks.size(); ++b) {
+    if (!over[b].empty()) {   // its hours keep price 0: L(lambda) stays a bound, a looser one
+      out.over_budget.push_back(over[b]);
+      continue;
+    }
     const Solution& s = solved[b];
     ++out.lps;
     out.simplex_fallbacks += s.fallback ? 1 : 0;

@@ -422,6 +422,27 @@ TEST(LpBound, ASpentTimeBudgetIsAClearError) {
   }
 }
 
+TEST(LpBound, ASpentBudgetPricedAtZeroIsALooserBoundAndARow) {
+  // Two 1-GPU jobs of 1 h want the one clean hour of a 1-GPU region.
+  SimConfig w = tiny_world({{"A", 1, {100, 10, 100, 100}}});
+  const std::vector<Job> jobs{job("j1", 1, 1, 0, 4), job("j2", 1, 1, 0, 4)};
+  const LpBound solved = lp_bound(jobs, w);
+  EXPECT_TRUE(solved.over_budget.empty());
+  LpBoundOptions o;
+  o.time_limit_s = 1e-9;   // spent before the first LP starts
+  o.on_budget_out = LpBudgetOut::kPriceAtZero;
+  const LpBound loose = lp_bound(jobs, w, o);
+  ASSERT_EQ(loose.over_budget.size(), 1u);
+  EXPECT_NE(loose.over_budget[0].find("time limit"), std::string::npos) << loose.over_budget[0];
+  EXPECT_NE(loose.over_budget[0].find("2 jobs"), std::string::npos) << loose.over_budget[0];
+  EXPECT_EQ(loose.lps, 0);
+  // At price 0 each job takes the clean hour alone: the sum of the jobs'
+  // own bounds, below the bound that prices the contention.
+  const double alone = lp_bound({jobs[0]}, w).grams + lp_bound({jobs[1]}, w).grams;
+  EXPECT_NEAR(loose.grams, alone, 1e-6 * alone);
+  EXPECT_LT(loose.grams, solved.grams - 1e-6 * solved.grams);
+}
+
 TEST(LpBound, SkippedInfeasibleJobsAreListedAndLeftOut) {
   SimConfig w = tiny_world({{"A", 2, {1, 1, 1, 1}}});
   LpBoundOptions o;

@@ -77,12 +77,18 @@ enum class LpSolver {
   kSimplex,    // glp_simplex, presolve on, primal: a basic optimum; slow on large LPs
 };
 
+// What a time budget overrun does: throw CarbonError, or leave the LPs not
+// solved in time out (their hours priced at 0: L(lambda) is still a lower
+// bound, a looser one) and list them in LpBound::over_budget.
+enum class LpBudgetOut { kThrow, kPriceAtZero };
+
 struct LpBoundOptions {
   LpSolver solver = LpSolver::kInterior;
   // Wall-clock budget of the whole call, seconds. glp_simplex gets what is
   // left as its tm_lim; glp_interior has no limit in GLPK, so the budget is
-  // checked before each LP starts. Exceeding it throws CarbonError.
+  // checked before each LP starts. Exceeding it: on_budget_out.
   double time_limit_s = 900;
+  LpBudgetOut on_budget_out = LpBudgetOut::kThrow;
   // 0: one LP over the whole horizon. N > 0: blocks of N hours (see above).
   int block_hours = 0;
   // Context on either side of a block; only the tightness depends on it.
@@ -106,6 +112,9 @@ struct LpBound {
   double lp_grams = 0;
   int jobs = 0;                      // jobs in the bound
   std::vector<std::string> infeasible_jobs;   // left out (skip_infeasible_jobs)
+  // kPriceAtZero: one line per LP the budget left unsolved (which jobs and
+  // hours, and how the budget ran out); empty when every LP was solved.
+  std::vector<std::string> over_budget;
   int lps = 0;                       // LPs solved
   int simplex_fallbacks = 0;         // interior point LPs re-solved by glp_simplex
   int max_rows = 0, max_cols = 0;    // size of the largest LP (before presolve)
@@ -117,8 +126,8 @@ struct LpBound {
 // missing series, capacity < 0, PUE < 1), on jobs infeasible alone (unless
 // skipped), when no fractional schedule meets every deadline within the
 // capacities (naming the LP's jobs and window, and an overloaded interval
-// when one is found), when the time budget runs out, and on any other GLPK
-// failure.
+// when one is found), when the time budget runs out (unless
+// LpBudgetOut::kPriceAtZero), and on any other GLPK failure.
 LpBound lp_bound(const std::vector<Job>& trace, const SimConfig& config, const LpBoundOptions& options = {});
 
 }  // namespace carbon
