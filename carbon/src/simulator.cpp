@@ -211,7 +211,13 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
     std::vector<size_t> waiting;   // placed, not started yet (re-planning only)
     const long replan = config.replan_every.count();
     size_t next = 0;
-    Time t = order.empty() ? Time{} : ceil_hour(trace[order[0]].submit);
+    const Seconds block = config.hindsight_block;
+    if (block < Seconds{0}) throw CarbonError("simulator: hindsight_block must be >= 0");
+    auto known_at = [&](size_t i) {
+      const Time at = ceil_hour(trace[i].submit);
+      return block > Seconds{0} ? floor_to_step(at, block) : at;
+    };
+    Time t = order.empty() ? Time{} : known_at(order[0]);
     Time give_up = order.empty() ? Time{} : ceil_hour(trace[order.back()].submit) + Hours{24 * 60};
     std::vector<Job> batch;
     // Learned expected load per hour of the week (capacity pricing).
@@ -231,7 +237,7 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
     };
     while (next < order.size() || !pending.empty() || !waiting.empty()) {
       if (t > give_up) throw CarbonError("simulator: jobs still unplaced 60 days after the last submission (capacity too small?)");
-      while (next < order.size() && ceil_hour(trace[order[next]].submit) <= t) pending.push_back(order[next++]);
+      while (next < order.size() && known_at(order[next]) <= t) pending.push_back(order[next++]);
       bool replan_now = replan > 0 && (to_unix(t) / 3600) % replan == 0;
       // Old plans of re-planned jobs, kept when they no longer fit anew.
       std::map<size_t, Decision> old_plan;
@@ -253,7 +259,7 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         waiting.clear();
       }
       if (pending.empty()) {
-        Time next_arrival = next < order.size() ? ceil_hour(trace[order[next]].submit) : Time::max();
+        Time next_arrival = next < order.size() ? known_at(order[next]) : Time::max();
         Time next_replan = Time::max();
         if (replan > 0 && !waiting.empty()) {
           long h = to_unix(t) / 3600;

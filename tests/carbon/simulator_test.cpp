@@ -172,6 +172,38 @@ TEST(Simulator, CapacityPricesAreLearnedFromThePastOnly) {
   }
 }
 
+// Hindsight (SimConfig::hindsight_block): an urgent job that arrives later
+// is placed in one pass with the patient job that arrived before it, so it
+// keeps the clean hours the patient one would otherwise take; no job
+// starts before its submit time.
+TEST(Simulator, HindsightBlocksLetTheUrgentJobKeepTheCleanHours) {
+  const Time t0 = parse_time("2023-05-01T00:00Z");
+  std::vector<double> v(300, 500);
+  for (int h = 29; h < 31; ++h) v[h] = 50;   // hours 29-30: the clean spell
+  SimConfig c;
+  c.regions.push_back({"A", 8, 1.0, hardware_profile("h100-sxm-8")});
+  c.actual["A"] = IntensitySeries("A", t0, Hours{1}, v);
+  c.learn_expected_load = false;
+  c.replan_every = Hours{1};   // plans not started are re-placed with what is known
+  Job patient{"patient", 8, Hours{2}, t0 + Hours{24}, t0 + Hours{64}, "A", {}, false};
+  Job urgent{"urgent", 8, Hours{2}, t0 + Hours{29}, t0 + Hours{31}, "A", {}, false};
+  const std::vector<Job> trace{patient, urgent};
+  const PolicyResult online = simulate(trace, c, SimPolicy::kSpatioTemporal);
+  c.hindsight_block = Hours{48};   // 2023-05-01 00:00 starts a block: both jobs are known then
+  const PolicyResult ahead = simulate(trace, c, SimPolicy::kSpatioTemporal);
+  // Online, the patient job takes the clean spell; the urgent one, arriving
+  // into it, runs late.
+  EXPECT_EQ(online.outcomes[0].windows.front().start, t0 + Hours{29});
+  EXPECT_EQ(online.deadline_misses, 1);
+  // Known together, earliest deadline first gives the urgent job the spell.
+  EXPECT_EQ(ahead.deadline_misses, 0);
+  EXPECT_EQ(ahead.outcomes[1].windows.front().start, t0 + Hours{29});
+  EXPECT_FALSE(ahead.outcomes[0].deadline_missed);
+  EXPECT_NE(ahead.outcomes[0].windows.front().start, t0 + Hours{29});
+  for (const auto* r : {&online, &ahead})
+    for (size_t i = 0; i < trace.size(); ++i) EXPECT_GE(r->outcomes[i].windows.front().start, trace[i].submit);
+}
+
 TEST(Simulator, OutputsTableCsvAndSvg) {
   auto w = world(512, 3);
   auto res = compare_policies(w.trace, w.cfg, {SimPolicy::kSpatioTemporal});

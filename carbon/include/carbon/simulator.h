@@ -63,6 +63,12 @@ struct SimConfig {
   // of the week has been seen. Off: the given placement options as they are.
   bool learn_expected_load = true;
   double load_learning_rate = 0.3;
+  // Hindsight (bench only): every job submitted in a UTC block of this
+  // length (blocks from unix time 0) joins the cycles at the block's start,
+  // so one pass places each block's arrivals together, earliest deadline
+  // first, as if known in advance (a job still never starts before its
+  // submit time). 0: online, each job at its submit time, as the service.
+  Hours hindsight_block{0};
 };
 
 struct JobOutcome {
