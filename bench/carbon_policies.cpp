@@ -25,6 +25,9 @@
 //    migration-only and full rows (library engine), the full policy through
 //    the service engine, the LP bound of that problem, and the migration
 //    cost at x0.5 and x2.
+// 1d. Where the rest of the elastic bound goes: the full policy (library
+//    engine) with each week's arrivals known at once (hindsight), with no
+//    change overheads, and with the blend forecaster, next to the bound.
 // 2. Times one scheduling pass (place_all) of --cycle-jobs pending jobs over
 //    16 regions with a 48 h forecast (median of --cycle-reps passes).
 // 3. Prints each forecaster's MAPE per zone on 2023 (24 h horizon, issued
@@ -38,6 +41,7 @@
 //          bound_saved_pct=.. spatio_temporal_vs_bound=.. elastic_saved_pct=.. elastic_misses=..
 //          elastic_vs_bound=.. elastic_only_saved_pct=.. migration_only_saved_pct=..
 //          bound_fixed_saved_pct=.. elastic_library_saved_pct=.. bound_lps_over_budget=..
+//          hindsight_vs_bound=.. no_overhead_vs_bound=.. elastic_blend_library_vs_bound=..
 // bound_lps_over_budget counts the LPs the time budget left unsolved (each
 // a row; priced at 0, the bound stays valid and gets looser).
 // bound_saved_pct is the LP bound of the elastic problem (the full policy's);
@@ -59,6 +63,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <sstream>
 #include <string>
@@ -277,8 +282,11 @@ int run(int argc, char** argv) {
     }
     return t;
   };
-  auto run_elastic = [&](bool elastic, bool migratable, double cost_factor) {
+  // `vary` changes the config of one decomposition row (hindsight, forecaster).
+  auto run_elastic = [&](bool elastic, bool migratable, double cost_factor,
+                         std::function<void(SimConfig&)> vary = nullptr) {
     SimConfig c = cfg;
+    if (vary) vary(c);
     c.placement.elastic.checkpoint_gb_per_gpu *= cost_factor;
     auto r = simulate(elastic_trace(elastic, migratable, cost_factor), c, SimPolicy::kSpatioTemporal);
     r.saved_pct_vs_fifo = 100.0 * (fifo_g - r.total_grams) / fifo_g;
@@ -300,6 +308,15 @@ int run(int argc, char** argv) {
   auto mig_only_f = std::async(std::launch::async, run_elastic, false, true, 1.0);
   auto el_half_f = std::async(std::launch::async, run_elastic, true, true, 0.5);
   auto el_double_f = std::async(std::launch::async, run_elastic, true, true, 2.0);
+  // The decomposition of the rest of the elastic bound: the full policy
+  // with arrivals known a week ahead, with no change overheads, with the
+  // blend forecaster instead of the perfect one.
+  const Hours kHindsightBlock{168};
+  auto el_hind_f = std::async(std::launch::async, run_elastic, true, true, 1.0,
+                              [&](SimConfig& c) { c.hindsight_block = kHindsightBlock; });
+  auto el_free_f = std::async(std::launch::async, run_elastic, true, true, 0.0, nullptr);
+  auto el_blend_f = std::async(std::launch::async, run_elastic, true, true, 1.0,
+                               [&](SimConfig& c) { c.forecaster = make_forecaster("blend", o.seed); });
   const auto el_full = el_full_f.get();
   const auto el_only = el_only_f.get();
   const auto mig_only = mig_only_f.get();
@@ -360,6 +377,23 @@ int run(int argc, char** argv) {
   std::printf("%-26s %12.2f %9.2f %7d %9s %9s %9s %9.3f\n", "lp-bound (fixed width)", bound.grams / 1e6, bound_saved, 0,
               "-", "-", "-", bound_saved / el_bound_saved);
   print_over_budget("lp-bound (elastic)", el_bound);
+  // Where the rest of the bound goes: each row the same trace and policy
+  // (full elastic + migration, library engine), one input changed.
+  const auto el_hind = el_hind_f.get();
+  const auto el_free = el_free_f.get();
+  const auto el_blend = el_blend_f.get();
+  std::printf("\n## where the rest of the elastic bound goes (full policy, library engine, same trace; one input\n"
+              "## changed per row; vs_bound = saved_%% / the elastic LP bound's saved_%%)\n");
+  std::printf("%-44s %9s %7s %9s\n", "row", "saved_%", "misses", "vs_bound");
+  auto dec_row = [&](const char* name, double saved, int misses) {
+    std::printf("%-44s %9.2f %7d %9.3f\n", name, saved, misses, saved / el_bound_saved);
+  };
+  dec_row("as today (perfect forecast, online)", el_full.saved_pct_vs_fifo, el_full.deadline_misses);
+  dec_row("hindsight (each week's arrivals known at once)", el_hind.saved_pct_vs_fifo, el_hind.deadline_misses);
+  dec_row("no change overheads (resume 0, moves free)", el_free.saved_pct_vs_fifo, el_free.deadline_misses);
+  dec_row("blend forecaster instead of perfect", el_blend.saved_pct_vs_fifo, el_blend.deadline_misses);
+  dec_row("lp-bound (elastic)", el_bound_saved, 0);
+  std::printf("# the bound relaxes all of these at once, and also whole hours, gangs and the hourly cycle\n\n");
   std::printf("# migration cost sensitivity (full policy):");
   for (auto* fut : {&el_half_f, &el_double_f}) {
     const double f = fut == &el_half_f ? 0.5 : 2.0;
@@ -494,13 +528,15 @@ int run(int argc, char** argv) {
       "spatial_only_saved_pct=%.2f oracle_saved_pct=%.2f cycle_ms_10k=%.1f service_saved_pct=%.2f service_misses=%d "
       "service_vs_library_pts=%.2f bound_saved_pct=%.2f spatio_temporal_vs_bound=%.3f elastic_saved_pct=%.2f "
       "elastic_misses=%d elastic_vs_bound=%.3f elastic_only_saved_pct=%.2f migration_only_saved_pct=%.2f "
-      "bound_fixed_saved_pct=%.2f elastic_library_saved_pct=%.2f bound_lps_over_budget=%zu\n",
+      "bound_fixed_saved_pct=%.2f elastic_library_saved_pct=%.2f bound_lps_over_budget=%zu hindsight_vs_bound=%.3f "
+      "no_overhead_vs_bound=%.3f elastic_blend_library_vs_bound=%.3f\n",
       st.saved_pct_vs_fifo, err14.saved_pct_vs_fifo, st.deadline_misses, perfect[1].saved_pct_vs_fifo,
       perfect[2].saved_pct_vs_fifo, perfect[4].saved_pct_vs_fifo, cycle_ms, svc_st.saved_pct_vs_fifo,
       svc_st.deadline_misses, pts, el_bound_saved, st.saved_pct_vs_fifo / el_bound_saved, svc_el.saved_pct_vs_fifo,
       svc_el.deadline_misses, svc_el.saved_pct_vs_fifo / el_bound_saved, el_only.saved_pct_vs_fifo,
       mig_only.saved_pct_vs_fifo, bound_saved, el_full.saved_pct_vs_fifo,
-      bound.over_budget.size() + el_bound.over_budget.size());
+      bound.over_budget.size() + el_bound.over_budget.size(), el_hind.saved_pct_vs_fifo / el_bound_saved,
+      el_free.saved_pct_vs_fifo / el_bound_saved, el_blend.saved_pct_vs_fifo / el_bound_saved);
   return 0;
 }
 
