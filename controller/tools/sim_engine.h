@@ -20,6 +20,12 @@
 // The outcome of each job is its region and the windows its gang really
 // ran, scored by carbon::score_placements exactly as carbon::simulate
 // scores its own.
+// Sub-hourly data: with cycles within an hour, the two engines learn an
+// hour's realized load (capacity pricing) differently -- the service's is
+// the hour's last cycle's (a job that ended earlier in the hour no longer
+// counts), the library's every window that overlapped the hour -- so with
+// capacity pricing on, their spatio-temporal decisions may differ slightly;
+// without it they agree job by job (tested), as on hourly data with it.
 #pragma once
 
 #include <carbon/catalog.h>
