@@ -88,6 +88,20 @@ std::string read_source(const fs::path& dir) {
   return line;
 }
 
+// The line of `file` whose row fixes the file's step: the second data row
+// (its spacing from the first is the step), or the only one.
+int step_line(const fs::path& file) {
+  const std::string text = detail::read_file(file.string());
+  const auto lines = detail::split_lines(text);
+  int first = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (detail::trim(lines[i]).empty()) continue;
+    if (first > 0) return static_cast<int>(i) + 1;
+    first = static_cast<int>(i) + 1;
+  }
+  return first;
+}
+
 }  // namespace
 
 Catalog Catalog::load(const fs::path& dir) { return load(dir, {}); }
@@ -109,19 +123,28 @@ Catalog Catalog::load(const fs::path& dir, const std::vector<std::string>& wante
     o.zone = z.id;
     std::vector<double> values;
     Time start{}, end{};
+    Seconds step{0};
+    fs::path first_file;   // the zone's first year: its step is the zone's
     for (int y : c.years_) {
       const fs::path file = dir / std::to_string(y) / (z.id + ".csv");
       if (!fs::exists(file)) throw CarbonError(file.string() + ": missing (zone " + z.id + " in year " + std::to_string(y) + ")");
-      IntensitySeries s = read_intensity_csv(file, o);
-      if (s.step() != Hours{1}) throw CarbonError(file.string() + ": not hourly");
-      if (values.empty()) start = s.start();
-      else if (s.start() != end)
+      IntensitySeries s = read_intensity_csv(file, o);   // its own step, checked line by line
+      if (values.empty()) {
+        start = s.start();
+        step = s.step();
+        first_file = file;
+      } else if (s.step() != step) {
+        throw InputError(file.string(), step_line(file), 0,
+                         step_name(s.step()) + " data, but " + first_file.string() + " is " + step_name(step) +
+                             " (every year of zone " + z.id + " must have the same step)");
+      } else if (s.start() != end) {
         throw CarbonError(file.string() + ": starts at " + format_time(s.start()) + ", the year before ends at " +
                           format_time(end) + " (the years must join without a gap or overlap)");
+      }
       end = s.end();
       values.insert(values.end(), s.values().begin(), s.values().end());
     }
-    c.series_.emplace_back(z.id, start, Hours{1}, std::move(values));
+    c.series_.emplace_back(z.id, start, step, std::move(values));
     c.zones_.push_back(std::move(z));
   }
   return c;
@@ -140,7 +163,10 @@ std::string Catalog::describe() const {
   std::string out = source_ + "; " + years;
   if (!series_.empty()) out += " (" + format_time(from) + " to " + format_time(to) + ")";
   out += "; " + std::to_string(zones_.size()) + (zones_.size() == 1 ? " zone: " : " zones: ");
-  for (size_t i = 0; i < zones_.size(); ++i) out += (i ? ", " : "") + zones_[i].id;
+  for (size_t i = 0; i < zones_.size(); ++i) {
+    out += (i ? ", " : "") + zones_[i].id;
+    if (i < series_.size() && series_[i].step() != Hours{1}) out += " (" + step_name(series_[i].step()) + ")";
+  }
   return out;
 }
 

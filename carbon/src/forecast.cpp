@@ -9,15 +9,25 @@ namespace carbon {
 
 namespace {
 
-// Index of floor_hour(now) in `a` (may equal a.size() when now is just past
-// the end); throws when `need` hours of history are not available.
-long issue_index(const IntensitySeries& a, Time now, int need, const std::string& who) {
+// Points per hour at the series' step (1 on hourly data).
+long per_hour(const IntensitySeries& a) { return static_cast<long>(Seconds{Hours{1}} / a.step()); }
+
+// Index of floor_to_step(now, step) in `a` (may equal a.size() when now is
+// just past the end); throws when `need_hours` hours of history are not
+// available, or the step is not a supported one on its grid.
+long issue_index(const IntensitySeries& a, Time now, int need_hours, const std::string& who) {
   if (a.empty()) throw CarbonError(who + ": empty history");
-  if (a.step() != Hours{1}) throw CarbonError(who + ": history is not hourly");
-  long i = static_cast<long>((floor_hour(now) - a.start()) / Hours{1});
-  if (i - need < 0 || i > static_cast<long>(a.size()))
-    throw CarbonError(who + ": needs " + std::to_string(need) + " h of " + a.zone() + " history before " +
-                      format_time(floor_hour(now)) + " (series covers [" + format_time(a.start()) + ", " +
+  if (!is_supported_step(a.step()))
+    throw CarbonError(who + ": " + a.zone() + " history is " + step_name(a.step()) +
+                      " data (supported steps: 5, 15, 30 or 60 minutes)");
+  if (floor_to_step(a.start(), a.step()) != a.start())
+    throw CarbonError(who + ": " + a.zone() + " history starts at " + format_time(a.start()) + ", off its " +
+                      step_name(a.step()) + " grid");
+  const Time t0 = floor_to_step(now, a.step());
+  long i = static_cast<long>((t0 - a.start()) / a.step());
+  if (i - need_hours * per_hour(a) < 0 || i > static_cast<long>(a.size()))
+    throw CarbonError(who + ": needs " + std::to_string(need_hours) + " h of " + a.zone() + " history before " +
+                      format_time(t0) + " (series covers [" + format_time(a.start()) + ", " +
                       format_time(a.end()) + "))");
   return i;
 }
@@ -33,7 +43,7 @@ class Persistence : public Forecaster {
   std::string name() const override { return "persistence"; }
   int history_hours() const override { return 1; }
   std::vector<double> forecast(const IntensitySeries& a, Time now, int horizon) const override {
-    long i = issue_index(a, now, 1, name());
+    long i = issue_index(a, now, history_hours(), name());
     return std::vector<double>(static_cast<size_t>(horizon), a[static_cast<size_t>(i - 1)]);
   }
 };
@@ -47,8 +57,9 @@ class SeasonalNaive : public Forecaster {
   int history_hours() const override { return season_; }
   std::vector<double> forecast(const IntensitySeries& a, Time now, int horizon) const override {
     long i = issue_index(a, now, season_, name());
+    const long season = season_ * per_hour(a);   // in points
     std::vector<double> out(static_cast<size_t>(horizon));
-    for (int k = 0; k < horizon; ++k) out[k] = seasonal(a, i, i + k, season_);
+    for (int k = 0; k < horizon; ++k) out[k] = seasonal(a, i, i + k, season);
     return out;
   }
 
@@ -68,21 +79,26 @@ class Blend : public Forecaster {
   int history_hours() const override { return 168 + 24; }
   std::vector<double> forecast(const IntensitySeries& a, Time now, int horizon) const override {
     long i = issue_index(a, now, history_hours(), name());
+    const long n = per_hour(a), day = 24 * n, week = 168 * n;   // in points
     double w[7], wsum = 0;
     for (int d = 0; d < 7; ++d) wsum += (w[d] = std::pow(kDecay, d));
     auto profile = [&](long t) {
-      // Same hour on the latest day before i (for t = i - 1: the day before).
-      long base = t < i ? t - 24 : t - ((t - i) / 24 + 1) * 24;
+      // Same time of day on the latest day before i (for t = i - 1: the day before).
+      long base = t < i ? t - day : t - ((t - i) / day + 1) * day;
       double daily = 0;
-      for (int d = 0; d < 7; ++d) daily += w[d] * a[static_cast<size_t>(base - 24 * d)];
+      for (int d = 0; d < 7; ++d) daily += w[d] * a[static_cast<size_t>(base - day * d)];
       daily /= wsum;
-      long wb = t < i ? t - 168 : t - ((t - i) / 168 + 1) * 168;
+      long wb = t < i ? t - week : t - ((t - i) / week + 1) * week;
       return kDaily * daily + (1 - kDaily) * a[static_cast<size_t>(wb)];
     };
     double anomaly = a[static_cast<size_t>(i - 1)] - profile(i - 1);
     std::vector<double> out(static_cast<size_t>(horizon));
+    // The anomaly decays by rho per hour of lead: rho^(k / n + 1) for point k.
     double r = kRho;
-    for (int k = 0; k < horizon; ++k, r *= kRho) out[k] = std::max(0.0, profile(i + k) + r * anomaly);
+    for (int k = 0; k < horizon; ++k) {
+      out[k] = std::max(0.0, profile(i + k) + r * anomaly);
+      if ((k + 1) % n == 0) r *= kRho;
+    }
     return out;
   }
 
@@ -100,7 +116,7 @@ class Perfect : public Forecaster {
     long i = issue_index(a, now, 0, name());
     if (i + horizon > static_cast<long>(a.size()))
       throw CarbonError("perfect forecaster: " + a.zone() + " is recorded until " + format_time(a.end()) + ", asked up to " +
-                        format_time(floor_hour(now) + Hours{horizon}));
+                        format_time(floor_to_step(now, a.step()) + a.step() * horizon));
     return std::vector<double>(a.values().begin() + i, a.values().begin() + i + horizon);
   }
 };
@@ -126,7 +142,8 @@ class Noisy : public Forecaster {
   std::vector<double> forecast(const IntensitySeries& a, Time now, int horizon) const override {
     auto out = base_->forecast(a, now, horizon);
     std::uint64_t z = std::hash<std::string>{}(a.zone());
-    std::int64_t issue = to_unix(floor_hour(now)) / 3600;
+    // The issue step's index since the epoch (its hour on hourly data).
+    std::int64_t issue = to_unix(floor_to_step(now, a.step())) / a.step().count();
     for (int k = 0; k < horizon; ++k) {
       std::uint64_t h = splitmix(seed_ ^ splitmix(z ^ splitmix(static_cast<std::uint64_t>(issue) * 1000003ull + k)));
       double u1 = (static_cast<double>(h >> 11) + 0.5) / 9007199254740992.0;
@@ -182,7 +199,8 @@ std::shared_ptr<const Forecaster> make_forecaster(const std::string& spec, std::
 
 IntensitySeries forecast_series(const Forecaster& f, const IntensitySeries& actual, Time now, int horizon) {
   if (horizon <= 0) throw CarbonError("forecast_series: horizon must be > 0");
-  return IntensitySeries(actual.zone(), floor_hour(now), Hours{1}, f.forecast(actual, now, horizon));
+  return IntensitySeries(actual.zone(), floor_to_step(now, actual.step()), actual.step(),
+                         f.forecast(actual, now, horizon));
 }
 
 ForecastAccuracy evaluate_forecaster(const Forecaster& f, const IntensitySeries& actual, Time from, Time to, int horizon,
@@ -191,10 +209,11 @@ ForecastAccuracy evaluate_forecaster(const Forecaster& f, const IntensitySeries&
   ForecastAccuracy acc;
   acc.zone = actual.zone();
   acc.forecaster = f.name();
-  Time first = std::max(ceil_hour(from), actual.start()) + Hours{f.history_hours()};
+  const Seconds step = actual.step();
+  Time first = std::max(ceil_to_step(from, step), actual.start()) + Hours{f.history_hours()};
   Time last = std::min(to, actual.end());
   double ape = 0, ae = 0;
-  for (Time t = first; t + Hours{horizon} <= last; t += Hours{stride_hours}) {
+  for (Time t = first; t + step * horizon <= last; t += Hours{stride_hours}) {
     auto fc = f.forecast(actual, t, horizon);
     size_t i = actual.index_of(t);
     for (int k = 0; k < horizon; ++k) {

@@ -318,7 +318,28 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
     }
     hours = need;
   }
-  (void)windows;
+  // A last window that does no work -- the windows before it already do
+  // all of it, so the part of it used is at most its resume overhead -- is
+  // dropped when the others then hold exactly the run time of one window
+  // fewer (else the plan stays as it is). It would restart the job for
+  // nothing: the service's gang ends when its work is done and never runs
+  // it. Sub-hourly slots meet this (a 10-minute overhead is a third of a
+  // 30-minute slot); a plan without such a window is unchanged.
+  if (windows >= 2) {
+    int last_slot = end_slot - 1;
+    while (last_slot >= first_slot && !chosen[last_slot]) --last_slot;
+    int run_start = last_slot;
+    while (run_start > first_slot && chosen[run_start - 1]) --run_start;
+    const int L = slots_for(hours);
+    const int run_len = last_slot - run_start + 1;
+    const double work = (run_len - 1) + (hours - (L - 1)) - ov_h;
+    const double fewer = js.len + (windows - 2) * ov_h;
+    if (work <= 1e-9 && slots_for(fewer) == L - run_len) {
+      for (int k = run_start; k <= last_slot; ++k) chosen[k] = 0;
+      hours = fewer;
+      --windows;
+    }
+  }
   best.ok = true;
   int last = -1;
   double sum = 0, ssum = 0;

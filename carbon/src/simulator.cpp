@@ -78,7 +78,12 @@ void validate(const std::vector<Job>& trace, const SimConfig& c) {
   if (c.regions.empty()) throw CarbonError("simulator: no regions");
   for (const auto& r : c.regions) {
     const auto& a = actual_of(c, r.zone);
-    if (a.step() != Hours{1}) throw CarbonError("simulator: series for " + r.zone + " is not hourly");
+    if (!is_supported_step(a.step()))
+      throw CarbonError("simulator: series for " + r.zone + " is " + step_name(a.step()) +
+                        " data (supported steps: 5, 15, 30 or 60 minutes)");
+    if (floor_to_step(a.start(), a.step()) != a.start())
+      throw CarbonError("simulator: series for " + r.zone + " starts at " + format_time(a.start()) + ", off its " +
+                        step_name(a.step()) + " grid");
     if (r.capacity < 0 || r.pue < 1) throw CarbonError("simulator: region " + r.zone + " needs capacity >= 0 and PUE >= 1");
   }
   for (const auto& j : trace) {
@@ -90,25 +95,34 @@ void validate(const std::vector<Job>& trace, const SimConfig& c) {
   }
 }
 
-// Capacity-relaxed lower bound: cheapest hours across allowed regions.
-JobOutcome oracle_job(const SimConfig& c, const Job& job) {
+// The cycle step: the finest step among the regions' series (validated).
+Seconds cycle_step(const SimConfig& c) {
+  Seconds step = Hours{1};
+  for (const auto& r : c.regions) step = std::min(step, actual_of(c, r.zone).step());
+  return step;
+}
+
+// Capacity-relaxed lower bound: cheapest slots (of `step`) across allowed
+// regions.
+JobOutcome oracle_job(const SimConfig& c, const Job& job, Seconds step) {
   JobOutcome o;
   o.job_id = job.id;
   std::vector<std::string> zones = job.allowed_regions;
   if (zones.empty())
     for (const auto& r : c.regions) zones.push_back(r.zone);
-  double hours = static_cast<double>(job.duration.count()) / 3600.0;
-  Time from = ceil_hour(job.submit);
-  Time to = job.deadline == Time::max() ? from + c.placement.max_lookahead : floor_hour(job.deadline);
-  int L = static_cast<int>(std::ceil(hours - 1e-9));
-  if ((to - from) / Hours{1} < L) to = from + Hours{L};   // cannot meet the deadline: earliest hours
+  const double slots_needed = static_cast<double>(job.duration.count()) / static_cast<double>(step.count());
+  const double slot_hours = static_cast<double>(step.count()) / 3600.0;   // 1 on hourly data
+  Time from = ceil_to_step(job.submit, step);
+  Time to = job.deadline == Time::max() ? from + c.placement.max_lookahead : floor_to_step(job.deadline, step);
+  int L = static_cast<int>(std::ceil(slots_needed - 1e-9));
+  if ((to - from) / step < L) to = from + step * L;   // cannot meet the deadline: earliest slots
   struct Slot {
     double cost;
     Time t;
     int zone;
   };
   std::vector<Slot> slots;
-  for (Time t = from; t < to; t += Hours{1}) {
+  for (Time t = from; t < to; t += step) {
     Slot best{std::numeric_limits<double>::infinity(), t, -1};
     for (size_t z = 0; z < zones.size(); ++z) {
       const auto& r = region_of(c, zones[z]);
@@ -123,18 +137,18 @@ JobOutcome oracle_job(const SimConfig& c, const Job& job) {
   if (static_cast<int>(slots.size()) < L) throw CarbonError("simulator: no recorded intensity for job " + job.id);
   std::stable_sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.cost < b.cost; });
   slots.resize(static_cast<size_t>(L));
-  double frac = hours - (L - 1);
+  double frac = slots_needed - (L - 1);
   std::vector<double> per_zone(zones.size(), 0);
   o.grams = 0;
   for (int i = 0; i < L; ++i) {
     double f = i == L - 1 ? frac : 1.0;
-    o.grams += f * slots[i].cost;
+    o.grams += f * slots[i].cost * slot_hours;   // cost is per hour
     per_zone[slots[i].zone] += f;
   }
   std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.t < b.t; });
   for (const auto& s : slots) {
-    if (!o.windows.empty() && o.windows.back().end == s.t) o.windows.back().end += Hours{1};
-    else o.windows.push_back({s.t, s.t + Hours{1}});
+    if (!o.windows.empty() && o.windows.back().end == s.t) o.windows.back().end += step;
+    else o.windows.push_back({s.t, s.t + step});
   }
   o.region = zones[std::max_element(per_zone.begin(), per_zone.end()) - per_zone.begin()];
   o.operational_grams = kNaN;   // mixed regions: only the total is meaningful
@@ -186,9 +200,10 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
   res.forecaster = policy == SimPolicy::kOracle ? "perfect" : forecaster->name();
   res.jobs = static_cast<int>(trace.size());
   res.outcomes.resize(trace.size());
+  const Seconds step = cycle_step(config);
 
   if (policy == SimPolicy::kOracle) {
-    for (size_t i = 0; i < trace.size(); ++i) res.outcomes[i] = oracle_job(config, trace[i]);
+    for (size_t i = 0; i < trace.size(); ++i) res.outcomes[i] = oracle_job(config, trace[i], step);
   } else {
     PlacementOptions opt = config.placement;
     opt.policy = placement_policy(policy);
@@ -211,24 +226,26 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
     std::vector<size_t> waiting;   // placed, not started yet (re-planning only)
     const long replan = config.replan_every.count();
     size_t next = 0;
+    // Cycles at every step boundary (every hour on hourly data). Hindsight:
+    // a job joins at the start of its UTC block.
     const Seconds block = config.hindsight_block;
     if (block < Seconds{0}) throw CarbonError("simulator: hindsight_block must be >= 0");
     auto known_at = [&](size_t i) {
-      const Time at = ceil_hour(trace[i].submit);
+      const Time at = ceil_to_step(trace[i].submit, step);
       return block > Seconds{0} ? floor_to_step(at, block) : at;
     };
     Time t = order.empty() ? Time{} : known_at(order[0]);
-    Time give_up = order.empty() ? Time{} : ceil_hour(trace[order.back()].submit) + Hours{24 * 60};
+    Time give_up = order.empty() ? Time{} : ceil_to_step(trace[order.back()].submit, step) + Hours{24 * 60};
     std::vector<Job> batch;
     // Learned expected load per hour of the week (capacity pricing).
     const bool learn = config.learn_expected_load && policy == SimPolicy::kSpatioTemporal;
     double total_capacity = 0;
     for (const auto& r : config.regions) total_capacity += r.capacity;
     ExpectedLoad expected(config.load_learning_rate);
-    Time learned_until = t;
+    Time learned_until = floor_hour(t);
     auto learn_until = [&](Time now) {
-      // Hours before `now` are final: no later cycle plans into them.
-      for (; learned_until < now; learned_until += Hours{1}) {
+      // Hours that ended by `now` are final: no later cycle plans into them.
+      for (; learned_until + Hours{1} <= now; learned_until += Hours{1}) {
         double busy = 0;
         for (const auto& r : config.regions) busy += ledger.used(r.zone, learned_until);
         expected.observe(learned_until, total_capacity > 0 ? busy / total_capacity : 0.0);
@@ -238,7 +255,8 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
     while (next < order.size() || !pending.empty() || !waiting.empty()) {
       if (t > give_up) throw CarbonError("simulator: jobs still unplaced 60 days after the last submission (capacity too small?)");
       while (next < order.size() && known_at(order[next]) <= t) pending.push_back(order[next++]);
-      bool replan_now = replan > 0 && (to_unix(t) / 3600) % replan == 0;
+      // Re-plans on the hour only (sub-hourly cycles in between do not).
+      bool replan_now = replan > 0 && t == floor_hour(t) && (to_unix(t) / 3600) % replan == 0;
       // Old plans of re-planned jobs, kept when they no longer fit anew.
       std::map<size_t, Decision> old_plan;
       if (replan_now) {
@@ -270,12 +288,14 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         continue;
       }
       if (learn) learn_until(t);
-      // Forecasts issued at t.
+      // Forecasts issued at t, each at its region's own step from the step
+      // containing t (placement expands coarser ones to the finest).
       for (size_t ri = 0; ri < regions.size(); ++ri) {
         const auto& a = actual_of(config, regions[ri].name);
         if (t < a.start() || t >= a.end())
           throw CarbonError("simulator: " + regions[ri].name + " has no recorded intensity at " + format_time(t));
-        int h = static_cast<int>(std::min<long>(lookahead, (a.end() - t) / Hours{1}));
+        const long per_hour = Seconds{Hours{1}} / a.step();
+        int h = static_cast<int>(std::min<long>(lookahead * per_hour, (a.end() - floor_to_step(t, a.step())) / a.step()));
         regions[ri].forecast = forecast_series(*forecaster, a, t, h);
       }
       batch.clear();
@@ -304,7 +324,7 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         if (replan > 0 && o.windows.front().start > t) waiting.push_back(i);
       }
       pending = std::move(still);
-      t += Hours{1};
+      t += step;
     }
     for (size_t i = 0; i < trace.size(); ++i) account_placement(config, trace[i], res.outcomes[i]);
   }

@@ -33,7 +33,9 @@ using carbon::kHourMs;
 bool sees_future(const carbon::Forecaster& f) { return f.name().rfind("perfect", 0) == 0; }
 
 // source: file (config_files.h, make_file_intensity_source): the catalog's
-// series laid end to end, every recorded hour at its own time.
+// series laid end to end, every recorded step at its own time. Positions in
+// the replayed timeline are steps since the epoch at the zone's step (hours
+// on hourly data).
 class FileSource final : public IntensitySource {
  public:
   FileSource(carbon::Catalog catalog, std::shared_ptr<const carbon::Forecaster> f)
@@ -42,46 +44,50 @@ class FileSource final : public IntensitySource {
   std::vector<ForecastPoint> forecast(const std::string& zone, int64_t now_ms, int horizon_h) const override {
     if (horizon_h < 0) throw std::runtime_error("forecast: horizon_h must be >= 0");
     const carbon::IntensitySeries& s = series(zone);
-    const int64_t h0 = hours_of_ms(now_ms);  // hours since the epoch
-    const int n_out = horizon_h + 1;
-    // The forecaster gets the history it needs before h0 and, only when it is
-    // allowed to read the future (perfect*, replay), the hours it forecasts.
-    const int64_t from = h0 - f_->history_hours();
-    const int64_t to = future_ ? h0 + n_out : h0;
+    const int64_t step_s = s.step().count(), step_ms = step_s * carbon::kSecondMs;
+    const int64_t i0 = carbon::floor_div(now_ms, step_ms);  // the step of now, since the epoch
+    // Points from the step of now through the hour horizon_h after this one
+    // (horizon_h + 1 on hourly data).
+    const int n_out = int(((hours_of_ms(now_ms) + horizon_h + 1) * kHourMs - i0 * step_ms) / step_ms);
+    // The forecaster gets the history it needs before i0 and, only when it is
+    // allowed to read the future (perfect*, replay), the steps it forecasts.
+    const int64_t from = i0 - int64_t(f_->history_hours()) * (3600 / step_s);
+    const int64_t to = future_ ? i0 + n_out : i0;
     std::vector<double> v;
     v.reserve(size_t(to - from));
-    for (int64_t h = from; h < to; ++h) v.push_back(replayed(s, h));
+    for (int64_t i = from; i < to; ++i) v.push_back(replayed(s, i));
     std::vector<double> fc;
     try {
-      carbon::IntensitySeries window(s.zone(), carbon::from_unix(from * 3600), carbon::Hours{1}, std::move(v));
-      carbon::IntensitySeries out =
-          carbon::forecast_series(*f_, window, carbon::from_unix(h0 * 3600), n_out);
+      carbon::IntensitySeries window(s.zone(), carbon::from_unix(from * step_s), s.step(), std::move(v));
+      carbon::IntensitySeries out = carbon::forecast_series(*f_, window, carbon::from_unix(i0 * step_s), n_out);
       fc = out.values();
     } catch (const std::exception& e) {
       throw std::runtime_error("zone " + zone + ": forecaster " + f_->name() + ": " + e.what());
     }
     std::vector<ForecastPoint> pts;
     pts.reserve(fc.size());
-    for (size_t k = 0; k < fc.size(); ++k) pts.push_back({(h0 + int64_t(k)) * kHourMs, fc[k]});
+    for (size_t k = 0; k < fc.size(); ++k) pts.push_back({(i0 + int64_t(k)) * step_ms, fc[k]});
     return pts;
   }
 
   double current(const std::string& zone, int64_t now_ms) const override {
-    return replayed(series(zone), hours_of_ms(now_ms));
+    const carbon::IntensitySeries& s = series(zone);
+    return replayed(s, carbon::floor_div(now_ms, s.step().count() * carbon::kSecondMs));
   }
 
  private:
   const carbon::IntensitySeries& series(const std::string& zone) const {
     const carbon::IntensitySeries& s = catalog_.series(catalog_.resolve(zone));  // throws naming the known zones
-    if (s.step() != carbon::Hours{1} || carbon::to_unix(s.start()) % 3600 != 0)
-      throw std::runtime_error("zone " + zone + ": the recorded series is not hourly on the hour");
+    if (!carbon::is_supported_step(s.step()) || carbon::floor_to_step(s.start(), s.step()) != s.start())
+      throw std::runtime_error("zone " + zone + ": the recorded series is not 5-, 15-, 30- or 60-minute on its grid");
     return s;
   }
-  // The value of hour h (hours since the epoch) in the replayed timeline.
-  static double replayed(const carbon::IntensitySeries& s, int64_t h) {
+  // The value of step i (steps since the epoch at the series' step) in the
+  // replayed timeline.
+  static double replayed(const carbon::IntensitySeries& s, int64_t i) {
     const int64_t n = int64_t(s.size());
-    const int64_t start_h = carbon::to_unix(s.start()) / 3600;
-    return s[size_t(((h - start_h) % n + n) % n)];
+    const int64_t start_i = carbon::to_unix(s.start()) / s.step().count();
+    return s[size_t(((i - start_i) % n + n) % n)];
   }
 
   carbon::Catalog catalog_;
@@ -151,7 +157,11 @@ class TrackedSource final : public IntensitySource {
       z.observed.clear();
       z.issued_h = std::numeric_limits<int64_t>::min();
     }
-    if (now_value && z.pending.count(h)) z.observed[h] = *now_value;
+    // The value in force at a target hour's start: sub-hourly points (file
+    // source) change within the hour, so only calls in the hour's first step
+    // (the first point is the hour's own) observe it; hourly ones always.
+    if (now_value && z.pending.count(h) && !pts.empty() && pts.front().time_ms == h * kHourMs)
+      z.observed[h] = *now_value;
     // Hours that have passed: score what was forecast for them.
     while (!z.pending.empty() && z.pending.begin()->first < h) {
       const int64_t t = z.pending.begin()->first;

@@ -20,16 +20,21 @@ namespace controller {
 std::unique_ptr<IntensitySource> make_intensity_source(const CarbonSourceConfig& config);
 
 // source: file. The catalog's series, laid end to end (period = its length)
-// with every recorded hour at its own time: inside the recorded range times
-// are used as they are, outside it the same hour of the recording is
-// replayed. forecast(zone, now_ms, horizon_h) returns horizon_h + 1 hourly
-// points from floor_hour(now_ms): the values of
-// carbon::forecast_series(*forecaster, replayed, now, horizon_h + 1) (equal to
-// it on catalog.series(zone) wherever that is defined). A forecaster named
+// with every recorded step at its own time: inside the recorded range times
+// are used as they are, outside it the same step of the recording is
+// replayed. Each zone is served at its series' step (hourly, or 5-, 15- or
+// 30-minute: Catalog). forecast(zone, now_ms, horizon_h) returns the points
+// at that step from floor_to_step(now) through the hour horizon_h after
+// floor_hour(now) (horizon_h + 1 hourly points on hourly data; 2 x
+// (horizon_h + 1) half hours when now is in the first half of an hour on
+// 30-minute data, one fewer in the second): the values of
+// carbon::forecast_series(*forecaster, replayed, now, n) (equal to it on
+// catalog.series(zone) wherever that is defined). A forecaster named
 // perfect* is given the replayed future too; every other one only the
-// history it needs before floor_hour(now_ms) (it cannot see the future).
-// current() is the replayed value in force; stats() the forecaster's name and
-// live error per zone. make_intensity_source (source: file) and
+// history it needs before floor_to_step(now) (it cannot see the future).
+// current() is the replayed value in force (its step's); stats() the
+// forecaster's name and live error per zone (against the value in force at
+// each target hour's start). make_intensity_source (source: file) and
 // make_carbon_intensity_source() (below: shipped data, blend) build
 // through this. Throws std::runtime_error when forecaster is null.
 std::unique_ptr<IntensitySource> make_file_intensity_source(carbon::Catalog catalog,

@@ -247,10 +247,20 @@ double intensity_in_force(const RegionConfig& r, int64_t now_ms, const Intensity
   return profile_value(r, now_ms);
 }
 
+int64_t forecast_step_ms(const RegionSnapshot& r) {
+  using carbon::kMinuteMs;
+  for (int64_t step : {60 * kMinuteMs, 30 * kMinuteMs, 15 * kMinuteMs, 5 * kMinuteMs}) {
+    bool on_grid = true;
+    for (const auto& p : r.forecast) on_grid = on_grid && carbon::floor_mod(p.time_ms, step) == 0;
+    if (on_grid) return step;
+  }
+  return carbon::kHourMs;
+}
+
 double forecast_value_at(const RegionSnapshot& r, int64_t t) {
-  using carbon::kHourMs;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (r.forecast.empty() || t < r.forecast.front().time_ms || t >= r.forecast.back().time_ms + kHourMs) return nan;
+  if (r.forecast.empty() || t < r.forecast.front().time_ms || t >= r.forecast.back().time_ms + forecast_step_ms(r))
+    return nan;
   double v = nan;
   for (const auto& p : r.forecast) {
     if (p.time_ms > t) break;

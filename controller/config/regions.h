@@ -64,7 +64,10 @@ std::string shared_checkpoint_location(const RegionConfig& region);
 class IntensitySource {
  public:
   virtual ~IntensitySource() = default;
-  // Hourly points from floor_hour(now_ms), at most horizon_h + 1 of them
+  // Points at the source's step from the step of now_ms through the hour
+  // horizon_h after floor_hour(now_ms): hourly points from floor_hour(now_ms),
+  // at most horizon_h + 1 of them; a sub-hourly source (the file source on
+  // 5-, 15- or 30-minute data) from the start of its step containing now_ms
   // (fewer when the source forecasts less far). Throws std::runtime_error
   // naming the zone and the cause when there is no data for it.
   virtual std::vector<ForecastPoint> forecast(const std::string& zone, int64_t now_ms,
@@ -121,9 +124,16 @@ void set_free_nodes(std::vector<RegionSnapshot>& regions, const std::map<std::st
 // source), `hourly:` the hour-of-day value, else the constant.
 double intensity_in_force(const RegionConfig& region, int64_t now_ms, const IntensitySource* source);
 
-// The intensity in force at t_ms by the snapshot's hourly forecast (a step
-// function): NaN before the first point, after the last point's hour, or
-// when there is no forecast.
+// The step of a snapshot's forecast points, in ms: the coarsest of 60, 30,
+// 15 and 5 minutes whose UTC grid holds every point (hourly points: an
+// hour; points at :00 and :30: 30 minutes); an hour when there are no
+// points or some point is off the 5-minute grid (such points are then read
+// per hour, as hourly ones). The scheduler plans at this step.
+int64_t forecast_step_ms(const RegionSnapshot& region);
+
+// The intensity in force at t_ms by the snapshot's forecast (a step
+// function at forecast_step_ms): NaN before the first point, after the last
+// point's step, or when there is no forecast.
 double forecast_value_at(const RegionSnapshot& region, int64_t t_ms);
 
 // Reads a kubeconfig file (current-context: server, CA, token) into a cluster

@@ -506,17 +506,22 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         r.hardware.embodied_kg_per_server = hw.embodied_kg_per_server;
         r.hardware.lifetime_years = hw.lifetime_years;
       }
-      // Hourly values from this hour (the snapshot's points are hourly from
-      // floor_hour(now)); a gap repeats the value before it.
+      // Values at the snapshot's step (forecast_step_ms: hourly, or the
+      // sub-hourly step the source serves; placement plans in slots of the
+      // finest step among the regions) from the step of now through the
+      // hour horizon_h() after this one; a gap repeats the value before it.
+      const int64_t step = forecast_step_ms(s);
+      const int64_t first = carbon::floor_div(now, step) * step;  // = hour on hourly points
       std::vector<double> values;
       double last = s.intensity_now;
       size_t k = 0;
-      for (int64_t t = hour; t <= hour + int64_t(horizon_h()) * kHourMs; t += kHourMs) {
+      for (int64_t t = first; t < hour + int64_t(horizon_h() + 1) * kHourMs; t += step) {
         while (k < s.forecast.size() && s.forecast[k].time_ms <= t) last = s.forecast[k++].gco2_per_kwh;
         if (k == s.forecast.size() && t > s.forecast.back().time_ms) break;
         values.push_back(last);
       }
-      r.forecast = carbon::IntensitySeries(s.name, carbon::time_of_ms(hour), carbon::Hours{1}, std::move(values));
+      r.forecast = carbon::IntensitySeries(s.name, carbon::time_of_ms(first), carbon::Seconds{step / carbon::kSecondMs},
+                                           std::move(values));
       cregions.push_back(std::move(r));
     }
     std::set<std::string> usable;

@@ -22,7 +22,11 @@
 //             first, then the fallback policy) over a CapacityLedger of each
 //             region's capacity minus running gangs minus the reservations
 //             in the store; capacity is priced by the expected load learned
-//             (carbon::ExpectedLoad) from the store's load history. Placed
+//             (carbon::ExpectedLoad) from the store's load history. Each
+//             region's forecast is planned at its snapshot's step
+//             (forecast_step_ms, regions.h: hourly, or the 5/15/30-minute
+//             points of a sub-hourly source), so on 30-minute data windows
+//             start and end on half hours (carbon/placement.h, "Slots"). Placed
 //             ->SCHEDULED (its windows become reservations in the store, in
 //             the same transaction), ->FAILED when no allowed region can
 //             ever take it, or deferred (still PENDING) while nothing fits

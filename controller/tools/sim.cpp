@@ -7,6 +7,11 @@
 // policy but the oracle, which stays the library's lower bound. `both` runs
 // the library's rows, then the service's.
 //
+// --data DIR may hold 5-, 15-, 30- or 60-minute files (carbon/catalog.h):
+// both engines then plan at the finest step among the regions (on 30-minute
+// data runs and windows start on :00 or :30; docs/carbon.md, "Sub-hourly
+// end to end").
+//
 //   greenshard-sim [--data DIR] [--regions Z1,Z2,...] [--capacity GPUS] [--pue X]
 //                  [--hardware NAME] [--trace FILE | --seed N --jobs-per-workday X
 //                  --from DATE --to DATE] [--write-trace FILE] [--forecast SPEC]

@@ -68,7 +68,14 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return trace[a].submit < trace[b].submit; });
 
-  ManualClock clock(carbon::ms_of_time(carbon::ceil_hour(trace[order.front()].submit)));
+  // The clock's step: the finest step among the regions' recorded series
+  // (hourly on hourly data), as carbon::simulate's cycles.
+  carbon::Seconds step = carbon::Hours{1};
+  for (const auto& r : regions) step = std::min(step, catalog.series(r.zone).step());
+  const int64_t step_ms = int64_t(step.count()) * carbon::kSecondMs;
+  auto cycle_of = [&](carbon::Time submit) { return carbon::ms_of_time(carbon::ceil_to_step(submit, step)); };
+
+  ManualClock clock(cycle_of(trace[order.front()].submit));
   Store store(options.store_path);
   Registry registry(store, clock);
   registry.load();
@@ -90,7 +97,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
   std::vector<std::string> ids(trace.size());
   size_t next = 0, finished = 0;
   int64_t t = clock.now_ms();
-  const int64_t give_up = carbon::ms_of_time(carbon::ceil_hour(trace[order.back()].submit)) + 60 * 24 * kHourMs;
+  const int64_t give_up = cycle_of(trace[order.back()].submit) + 60 * 24 * kHourMs;
   int64_t cycles = 0, hours = 0;
   while (next < order.size() || finished < trace.size()) {
     if (t > give_up) {
@@ -107,8 +114,8 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
       }
       throw std::runtime_error("service simulation: jobs still unfinished 60 days after the last submission:" + states);
     }
-    // Submissions during the hour before t, each at its own time.
-    for (; next < order.size() && carbon::ms_of_time(carbon::ceil_hour(trace[order[next]].submit)) <= t; ++next) {
+    // Submissions during the step before t, each at its own time.
+    for (; next < order.size() && cycle_of(trace[order[next]].submit) <= t; ++next) {
       const carbon::Job& cj = trace[order[next]];
       const carbon::SimRegion& home = *by_zone.at(cj.home_region);
       const int per = std::max(1, home.hardware.resources_per_server);
@@ -152,11 +159,10 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
     sched.cycle();
     ++cycles;
     finished = next - size_t(registry.live_count());
-    ++hours;
-    if (options.progress && hours % (24 * 7) == 0)
+    if (carbon::floor_mod(t, kHourMs) == 0 && ++hours % (24 * 7) == 0 && options.progress)
       std::fprintf(stderr, "service simulation: %s, %zu/%zu submitted, %zu finished\n",
                    carbon::format_time(carbon::time_of_ms(t)).c_str(), next, trace.size(), finished);
-    t += kHourMs;
+    t += step_ms;
   }
 
   std::vector<carbon::JobOutcome> out(trace.size());

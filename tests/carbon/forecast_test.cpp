@@ -96,3 +96,105 @@ TEST(Forecast, SeriesForPlacementStartsAtTheHourOfNow) {
 
 }  // namespace
 }  // namespace carbon
+
+namespace carbon {
+namespace {
+
+using std::chrono::minutes;
+
+// 15 days at 30 minutes: a daily shape where the two halves of an hour
+// differ, plus 1000 on the fourth day of each week.
+IntensitySeries half_hourly_pattern() {
+  std::vector<double> v;
+  for (int i = 0; i < 15 * 48; ++i) v.push_back(100 + 2 * (i % 48) + (i % 2 ? 7 : 0) + ((i / 48) % 7 == 3 ? 1000 : 0));
+  return IntensitySeries("H", kT0, minutes{30}, v);
+}
+
+// Each value of `s` repeated k times, at s.step() / k.
+IntensitySeries repeated(const IntensitySeries& s, int k) {
+  std::vector<double> v;
+  for (double x : s.values()) v.insert(v.end(), size_t(k), x);
+  return IntensitySeries(s.zone(), s.start(), s.step() / k, v);
+}
+
+TEST(ForecastSubHourly, PersistenceRepeatsTheLastHalfHour) {
+  auto s = half_hourly_pattern();
+  // now 50:40 is in the half hour 50:30 (point 101): the last one before it is 100.
+  auto f = persistence_forecaster()->forecast(s, kT0 + Hours{50} + minutes{40}, 3);
+  EXPECT_EQ(f, (std::vector<double>{s[100], s[100], s[100]}));
+  auto series = forecast_series(*persistence_forecaster(), s, kT0 + Hours{50} + minutes{40}, 3);
+  EXPECT_EQ(series.step(), minutes{30});
+  EXPECT_EQ(series.start(), kT0 + Hours{50} + minutes{30});
+  EXPECT_EQ(series.size(), 3u);
+  // History is counted in time: one hour is two points.
+  EXPECT_THROW(persistence_forecaster()->forecast(s, kT0 + minutes{30}, 1), CarbonError);
+  EXPECT_EQ(persistence_forecaster()->forecast(s, kT0 + Hours{1}, 1), std::vector<double>{s[1]});
+}
+
+TEST(ForecastSubHourly, SeasonalNaiveLooksBackADayOrAWeekInPoints) {
+  auto s = half_hourly_pattern();
+  const Time now = kT0 + Hours{10 * 24} + minutes{30};   // point 481
+  auto d = seasonal_naive_forecaster(24)->forecast(s, now, 60);
+  for (int k = 0; k < 60; ++k) EXPECT_EQ(d[k], s[481 + k - (k < 48 ? 48 : 96)]) << k;
+  auto w = seasonal_naive_forecaster(168)->forecast(s, now, 96);
+  for (int k = 0; k < 96; ++k) EXPECT_EQ(w[k], s[481 + k]) << k;   // weekly pattern: exact
+  EXPECT_THROW(seasonal_naive_forecaster(168)->forecast(s, kT0 + Hours{167}, 1), CarbonError);
+}
+
+TEST(ForecastSubHourly, BlendFollowsTheHalfHourlyDailyShape) {
+  // A shape repeated every day (no weekly term, no anomaly): blend returns it,
+  // which needs its daily profile at 48 points per day.
+  std::vector<double> v;
+  for (int i = 0; i < 10 * 48; ++i) v.push_back(200 + 3 * (i % 48) + (i % 2 ? 40 : 0));
+  IntensitySeries s("D", kT0, minutes{30}, v);
+  const Time now = kT0 + Hours{8 * 24} + minutes{30};   // point 385
+  auto f = blend_forecaster()->forecast(s, now, 60);
+  for (int k = 0; k < 60; ++k) EXPECT_NEAR(f[k], v[size_t(385 + k) % 48], 1e-9) << k;
+  EXPECT_THROW(blend_forecaster()->forecast(s, kT0 + Hours{191}, 1), CarbonError);   // needs 192 h
+}
+
+// The strong check: an hourly series with each value repeated twice gets,
+// issued on the hour, each hourly forecast value twice -- for every
+// forecaster, bit for bit -- and the same evaluation.
+TEST(ForecastSubHourly, RepeatingAnHourlySeriesRepeatsItsForecast) {
+  auto cat = Catalog::load(builtin_data_dir(), {"GB"});
+  const auto hourly = cat.series("GB").slice(parse_time("2023-03-01T00:00Z"), parse_time("2023-04-01T00:00Z"));
+  for (int k : {2, 4, 12}) {
+    const auto fine = repeated(hourly, k);
+    SCOPED_TRACE(step_name(fine.step()));
+    for (const std::string spec : {"persistence", "seasonal24", "seasonal168", "blend", "perfect"}) {
+      auto f = make_forecaster(spec);
+      for (Time now : {parse_time("2023-03-10T00:00Z"), parse_time("2023-03-17T13:00Z")}) {
+        auto h = forecast_series(*f, hourly, now, 30);
+        auto q = forecast_series(*f, fine, now + minutes{1}, 30 * k);
+        ASSERT_EQ(q.size(), h.size() * size_t(k)) << spec;
+        EXPECT_EQ(q.start(), h.start()) << spec;
+        EXPECT_EQ(q.step(), fine.step()) << spec;
+        for (size_t i = 0; i < q.size(); ++i) ASSERT_EQ(q[i], h[i / size_t(k)]) << spec << " point " << i;
+      }
+    }
+    const auto eh = evaluate_forecaster(*blend_forecaster(), hourly, hourly.start(), hourly.end(), 24, 5);
+    const auto ef = evaluate_forecaster(*blend_forecaster(), fine, fine.start(), fine.end(), 24 * k, 5);
+    EXPECT_EQ(ef.points, eh.points * k);
+    EXPECT_EQ(ef.skipped_zero, eh.skipped_zero * k);
+    EXPECT_NEAR(ef.mape, eh.mape, 1e-12);
+    EXPECT_NEAR(ef.mae, eh.mae, 1e-9);
+  }
+}
+
+TEST(ForecastSubHourly, AnUnsupportedStepOrAnOffGridSeriesIsRefused) {
+  IntensitySeries twenty("T", kT0, minutes{20}, std::vector<double>(24 * 3, 1.0));
+  try {
+    persistence_forecaster()->forecast(twenty, kT0 + Hours{2}, 1);
+    FAIL();
+  } catch (const CarbonError& e) {
+    EXPECT_NE(std::string(e.what()).find("T history is 20-minute data (supported steps: 5, 15, 30 or 60 minutes)"),
+              std::string::npos)
+        << e.what();
+  }
+  IntensitySeries shifted("S", kT0 + minutes{10}, minutes{30}, std::vector<double>(24, 1.0));
+  EXPECT_THROW(persistence_forecaster()->forecast(shifted, kT0 + Hours{3}, 1), CarbonError);
+}
+
+}  // namespace
+}  // namespace carbon

@@ -775,6 +775,29 @@ INSTANTIATE_TEST_SUITE_P(
                       true, "B", {{0, 60}}, {}}),
     [](const ::testing::TestParamInfo<SubHourlyCase>& info) { return gstest::test_name(info.param.name); });
 
+// A 150-minute interruptible job (10-minute resume overhead: a third of a
+// slot): its five cleanest half hours are apart, so five windows would need
+// 150 + 4 x 10 minutes, i.e. the two next cleanest half hours too (they
+// extend the first window). Then the first four windows already hold all
+// the work, and a fifth would hold only its overhead -- a restart for
+// nothing (the service's gang ends when its work is done and never runs
+// it). The plan has four windows.
+TEST(Placement, AnInterruptibleJobGetsNoWindowThatOnlyPaysItsResumeOverhead) {
+  Region r = make_step_region({"A", 64, 30, 300,
+                               {{60, 90, 10}, {90, 150, 20}, {180, 210, 10}, {270, 300, 10}, {360, 390, 10},
+                                {450, 480, 10}}});
+  Job job{"j", 8, Minutes{150}, kNow, kNow + Hours{24}, "A", {}, true};
+  ASSERT_EQ(job.resume_overhead, Minutes{10});
+  auto d = place(job, {r}, CapacityLedger{}, kNow);
+  ASSERT_TRUE(d.feasible) << d.explanation;
+  std::vector<std::pair<int, int>> got;
+  for (const auto& w : d.windows)
+    got.emplace_back(static_cast<int>((w.start - kNow) / Minutes{1}), static_cast<int>((w.end - kNow) / Minutes{1}));
+  EXPECT_EQ(got, (std::vector<std::pair<int, int>>{{60, 150}, {180, 210}, {270, 300}, {360, 390}})) << d.explanation;
+  // 150 minutes of work + 3 x 10 of overhead, all in the planned half hours.
+  EXPECT_DOUBLE_EQ(d.expected_operational_grams, 8 * 0.5 * (10 + 20 + 20 + 10 + 10 + 10));
+}
+
 TEST(Placement, ThirtyMinuteGramsAreExactPerHalfHour) {
   Region r = make_step_region({"A", 64, 30, 300, {{150, 180, 20}, {180, 240, 50}, {240, 270, 80}}});
   Job job{"j", 8, Hours{2}, kNow, kNow + Hours{24}, "A", {}, false};

@@ -223,5 +223,147 @@ TEST(Simulator, UnknownRegionInTraceIsAnError) {
   EXPECT_THROW(simulate(w.trace, w.cfg, SimPolicy::kFifo), CarbonError);
 }
 
+// Sub-hourly data ----------------------------------------------------------
+
+using std::chrono::minutes;
+
+// Each hourly value as two half hours: the first `swing` above it, the
+// second `swing` below (the hour's mean is unchanged; 0: repeated).
+IntensitySeries halves(const IntensitySeries& h, double swing) {
+  std::vector<double> v;
+  for (double x : h.values()) {
+    v.push_back(x * (1 + swing));
+    v.push_back(x * (1 - swing));
+  }
+  return IntensitySeries(h.zone(), h.start(), minutes{30}, v);
+}
+
+SimConfig half_hourly(SimConfig c, double swing) {
+  for (auto& [zone, s] : c.actual) s = halves(s, swing);
+  return c;
+}
+
+// The trace with submit times and deadlines on whole hours.
+std::vector<Job> on_the_hour(std::vector<Job> trace) {
+  for (auto& j : trace) {
+    j.submit = floor_hour(j.submit);
+    if (j.deadline != Time::max()) j.deadline = ceil_hour(j.deadline);
+  }
+  return trace;
+}
+
+// Integral of `a` over [from, to) in (gCO2/kWh) x h, step by step.
+double integrate(const IntensitySeries& a, Time from, Time to) {
+  double sum = 0;
+  for (Time t = floor_to_step(from, a.step()); t < to; t += a.step()) {
+    const Time lo = std::max(t, from), hi = std::min(t + a.step(), to);
+    sum += a.at(t) * static_cast<double>((hi - lo).count()) / 3600.0;
+  }
+  return sum;
+}
+
+// A job's operational grams on `actual`, integrated here step by step.
+double operational_by_steps(const SimConfig& c, const std::map<std::string, IntensitySeries>& actual, const Job& j,
+                            const JobOutcome& o) {
+  const SimRegion* r = nullptr;
+  for (const auto& x : c.regions)
+    if (x.zone == o.region) r = &x;
+  double g = 0;
+  for (const auto& w : o.windows)
+    g += r->hardware.power_w(j.gpus, j.utilization) / 1000.0 * r->pue * integrate(actual.at(o.region), w.start, w.end);
+  return g;
+}
+
+bool on_half_hour_grid(Time t) { return floor_to_step(t, minutes{30}) == t; }
+bool at_half_past(Time t) { return on_half_hour_grid(t) && floor_hour(t) != t; }
+
+TEST(SimulatorSubHourly, ThirtyMinuteDataGetsThirtyMinuteWindowsAccountedAtThatStep) {
+  auto w = world(512, 6);
+  const SimConfig half = half_hourly(w.cfg, 0.3);
+  for (auto p : {SimPolicy::kFifo, SimPolicy::kTemporal, SimPolicy::kSpatioTemporal, SimPolicy::kOracle}) {
+    SCOPED_TRACE(sim_policy_name(p));
+    auto r = simulate(w.trace, half, p);
+    int half_past = 0, differs_from_hourly = 0;
+    for (size_t i = 0; i < w.trace.size(); ++i) {
+      const auto& o = r.outcomes[i];
+      ASSERT_FALSE(o.windows.empty()) << o.job_id;
+      for (size_t k = 0; k < o.windows.size(); ++k) {
+        EXPECT_TRUE(on_half_hour_grid(o.windows[k].start)) << o.job_id << " " << format_time(o.windows[k].start);
+        // Every window but the last ends on the grid too (the last when the work is done).
+        if (k + 1 < o.windows.size()) EXPECT_TRUE(on_half_hour_grid(o.windows[k].end)) << o.job_id;
+        half_past += at_half_past(o.windows[k].start) ? 1 : 0;
+      }
+      EXPECT_GE(o.windows.front().start, ceil_to_step(w.trace[i].submit, minutes{30})) << o.job_id;
+      if (p == SimPolicy::kOracle) continue;
+      // Accounting: the actual 30-minute series integrated step by step...
+      const double g = operational_by_steps(half, half.actual, w.trace[i], o);
+      EXPECT_NEAR(o.operational_grams, g, 1e-9 * g) << o.job_id;
+      // ...which is not what the hourly means give for a run that starts or
+      // ends within an hour.
+      const double hourly = operational_by_steps(half, w.cfg.actual, w.trace[i], o);
+      differs_from_hourly += std::fabs(hourly - g) > 1e-3 * g ? 1 : 0;
+    }
+    EXPECT_GT(half_past, 0) << "some windows start at half past";
+    if (p != SimPolicy::kOracle) EXPECT_GT(differs_from_hourly, 0);
+  }
+  // The bracket holds at 30 minutes as at an hour.
+  auto res = compare_policies(w.trace, half, kAll);
+  for (const auto& r : res) {
+    EXPECT_LE(r.total_grams, res[0].total_grams * (1 + 1e-9)) << sim_policy_name(r.policy);
+    EXPECT_GE(r.total_grams, res[4].total_grams * (1 - 1e-9)) << sim_policy_name(r.policy);
+  }
+}
+
+TEST(SimulatorSubHourly, HourlyDataRepeatedAtThirtyMinutesGivesTheHourlyFifoAndOracleGrams) {
+  auto w = world(512, 6);
+  const auto trace = on_the_hour(w.trace);
+  const SimConfig half = half_hourly(w.cfg, 0.0);
+  for (auto p : {SimPolicy::kFifo, SimPolicy::kOracle}) {
+    SCOPED_TRACE(sim_policy_name(p));
+    auto h = simulate(trace, w.cfg, p);
+    auto q = simulate(trace, half, p);
+    EXPECT_NEAR(q.total_grams, h.total_grams, 1e-9 * h.total_grams);
+    EXPECT_EQ(q.deadline_misses, h.deadline_misses);
+    if (p != SimPolicy::kFifo) continue;
+    for (size_t i = 0; i < trace.size(); ++i) {
+      ASSERT_EQ(q.outcomes[i].windows.size(), h.outcomes[i].windows.size()) << trace[i].id;
+      EXPECT_EQ(q.outcomes[i].windows.front().start, h.outcomes[i].windows.front().start) << trace[i].id;
+      EXPECT_EQ(q.outcomes[i].windows.back().end, h.outcomes[i].windows.back().end) << trace[i].id;
+      EXPECT_NEAR(q.outcomes[i].grams, h.outcomes[i].grams, 1e-9 * h.outcomes[i].grams) << trace[i].id;
+    }
+  }
+}
+
+TEST(SimulatorSubHourly, CyclesRunEveryThirtyMinutesSoJobsStartAtTheNextHalfHour) {
+  auto w = world(4096, 6);
+  const SimConfig half = half_hourly(w.cfg, 0.0);
+  auto r = simulate(w.trace, half, SimPolicy::kFifo);
+  int half_past = 0;
+  for (size_t i = 0; i < w.trace.size(); ++i) {
+    EXPECT_EQ(r.outcomes[i].windows.front().start, ceil_to_step(w.trace[i].submit, minutes{30})) << w.trace[i].id;
+    half_past += at_half_past(r.outcomes[i].windows.front().start) ? 1 : 0;
+  }
+  EXPECT_GT(half_past, 0);
+  // Regions may differ: one 30-minute region among hourly ones makes the
+  // cycle step 30 minutes for all.
+  SimConfig mixed = w.cfg;
+  mixed.actual.at("DE") = halves(mixed.actual.at("DE"), 0.2);
+  auto m = simulate(w.trace, mixed, SimPolicy::kSpatioTemporal);
+  for (const auto& o : m.outcomes) EXPECT_TRUE(on_half_hour_grid(o.windows.front().start)) << o.job_id;
+  EXPECT_EQ(m.deadline_misses, 0);
+}
+
+TEST(SimulatorSubHourly, AnUnsupportedStepIsRefusedNamingTheZone) {
+  auto w = world(512, 1);
+  const auto& gb = w.cfg.actual.at("GB");
+  w.cfg.actual.at("GB") = IntensitySeries("GB", gb.start(), minutes{20}, gb.values());
+  try {
+    simulate(w.trace, w.cfg, SimPolicy::kFifo);
+    FAIL();
+  } catch (const CarbonError& e) {
+    EXPECT_NE(std::string(e.what()).find("series for GB is 20-minute data"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace carbon

@@ -302,6 +302,83 @@ TEST(FileIntensitySource, ForecastErrorIsScoredAgainstTheActualOnceTheHourHasPas
   EXPECT_EQ(lint.exit_code, 0) << lint.output;
 }
 
+// A 30-minute recording is served at its step: points from the half hour of
+// now through the hour horizon_h after this one, the forecaster given the
+// half-hour history (carbon::forecast_series at 30 minutes), current() the
+// half hour in force, replayed outside the recording; the snapshot's step
+// is read from its points.
+TEST(FileIntensitySource, ThirtyMinuteDataIsServedAtItsStep) {
+  gstest::TempDir dir;
+  const std::string root = dir.file("half");
+  write(root + "/zones.csv", "zone,alias,name,continent,estimated_hours,note\nXX,,Test zone,Europe,0,\n");
+  std::vector<double> v(48 * 60);  // 60 days
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = 300 + 100 * std::sin(2 * M_PI * double(i % 48) / 48) + (i % 2 ? 35 : 0) + double(i % 5);
+  std::filesystem::create_directories(root + "/2021");
+  carbon::write_intensity_csv(root + "/2021/XX.csv", carbon::IntensitySeries("XX", carbon::parse_time("2021-01-01T00:00Z"),
+                                                                             std::chrono::minutes{30}, v));
+  const carbon::Catalog cat = carbon::Catalog::load(root);
+  const carbon::IntensitySeries& s = cat.series("XX");
+  ASSERT_EQ(s.step(), std::chrono::minutes{30});
+  const int64_t kHalf = kH / 2;
+  const long half = 1000;  // an hour's first half (1000 is even)
+  const int64_t now = k2021 + half * kHalf + 10 * 60 * 1000;
+
+  auto persistence = make_file_intensity_source(cat, carbon::make_forecaster("persistence"));
+  auto p = persistence->forecast("XX", now, 3);
+  ASSERT_EQ(p.size(), 8u);
+  for (size_t k = 0; k < p.size(); ++k) {
+    EXPECT_EQ(p[k].time_ms, k2021 + (half + long(k)) * kHalf) << k;
+    EXPECT_EQ(p[k].gco2_per_kwh, s[size_t(half) - 1]) << k;
+  }
+  // In the second half of the hour: from it, to the same end.
+  auto p2 = persistence->forecast("XX", now + kHalf, 3);
+  ASSERT_EQ(p2.size(), 7u);
+  EXPECT_EQ(p2.front().time_ms, k2021 + (half + 1) * kHalf);
+  EXPECT_EQ(p2.back().time_ms, p.back().time_ms);
+  EXPECT_EQ(p2.front().gco2_per_kwh, s[size_t(half)]);
+  RegionSnapshot snap;
+  snap.forecast = p2;
+  EXPECT_EQ(forecast_step_ms(snap), kHalf);
+  EXPECT_EQ(forecast_value_at(snap, p2.back().time_ms + kHalf - 1), p2.back().gco2_per_kwh);
+  EXPECT_TRUE(std::isnan(forecast_value_at(snap, p2.back().time_ms + kHalf)));
+
+  // blend: carbon::forecast_series on the recording, at 30 minutes.
+  auto blend = carbon::make_forecaster("blend");
+  auto b = make_file_intensity_source(cat, blend)->forecast("XX", now, 24);
+  const auto fs = carbon::forecast_series(*blend, s, carbon::from_unix(now / 1000), 50);
+  ASSERT_EQ(b.size(), 50u);
+  for (size_t k = 0; k < b.size(); ++k) EXPECT_EQ(b[k].gco2_per_kwh, fs[k]) << k;
+  // perfect: the recorded half hours.
+  auto r = make_file_intensity_source(cat, carbon::make_forecaster("perfect"))->forecast("XX", now, 2);
+  ASSERT_EQ(r.size(), 6u);
+  for (size_t k = 0; k < r.size(); ++k) EXPECT_EQ(r[k].gco2_per_kwh, s[size_t(half) + k]) << k;
+  // current(): the half hour in force; after the recording the same half hour of it.
+  EXPECT_EQ(persistence->current("XX", k2021 + (half + 1) * kHalf + 29 * 60 * 1000), s[size_t(half) + 1]);
+  const int64_t period = int64_t(v.size()) * kHalf;
+  EXPECT_EQ(persistence->current("XX", k2021 + 3 * period + (half + 1) * kHalf), s[size_t(half) + 1]);
+  auto later = persistence->forecast("XX", now + 3 * period, 3);
+  ASSERT_EQ(later.size(), p.size());
+  for (size_t k = 0; k < p.size(); ++k) {
+    EXPECT_EQ(later[k].time_ms, p[k].time_ms + 3 * period) << k;
+    EXPECT_EQ(later[k].gco2_per_kwh, p[k].gco2_per_kwh) << k;
+  }
+}
+
+TEST(FileIntensitySource, TheSnapshotStepIsTheCoarsestGridHoldingEveryPoint) {
+  auto step = [](std::vector<int64_t> minutes) {
+    RegionSnapshot s;
+    for (int64_t m : minutes) s.forecast.push_back({k2021 + m * 60 * 1000, 1.0});
+    return forecast_step_ms(s) / (60 * 1000);
+  };
+  EXPECT_EQ(step({}), 60);
+  EXPECT_EQ(step({0, 60, 120}), 60);
+  EXPECT_EQ(step({0, 60, 90, 120}), 30);  // a live source's hour, then half hours
+  EXPECT_EQ(step({15, 30, 45}), 15);
+  EXPECT_EQ(step({0, 5, 10}), 5);
+  EXPECT_EQ(step({0, 7, 60}), 60);        // off the 5-minute grid: read per hour
+}
+
 // --- hardware file ---------------------------------------------------------
 
 struct BadHardware {

@@ -1,4 +1,4 @@
-// A directory of hourly intensity data (the shipped one: 16 Electricity Maps
+// A directory of intensity data (the shipped one: 16 Electricity Maps
 // zones, 2023, hourly direct intensity).
 //
 // Layout of a data directory (carbon/data/ in the source tree):
@@ -12,6 +12,13 @@
 // end to end, in year order. The years must be consecutive and every zone
 // must have a file in each of them that starts where the previous year's
 // ends (else InputError/CarbonError naming the file).
+// Steps: a file may hold 5-, 15-, 30- or 60-minute data (read by
+// read_intensity_csv at its own step: an off-grid timestamp or a step mixed
+// into a file is an InputError naming the file and line). A zone has one
+// step: all its years' files must share it (else an InputError naming the
+// file that differs and the line whose spacing set its step); different
+// zones may differ. series(zone) is at the zone's step; hourly data loads
+// exactly as before.
 // Zones are named by the "Zone Id" inside the original files (BR-CS, DE,
 // CL-SEN); the original file names (BR-SP, DE-LU, CL-SIC) are accepted as
 // aliases by Catalog::resolve().
@@ -61,7 +68,7 @@ class Catalog {
   // The SOURCE line (or the directory when there is none), the years loaded
   // (ascending) and what was read, e.g. "Electricity Maps, hourly direct
   // gCO2eq/kWh (ODbL); 2023 (2023-01-01T00:00:00Z to 2024-01-01T00:00:00Z);
-  // 16 zones: AU-NSW, ...".
+  // 16 zones: AU-NSW, ..." (a zone that is not hourly: "DE (30-minute)").
   const std::string& source() const { return source_; }
   const std::vector<int>& years() const { return years_; }
   std::string describe() const;

@@ -12,9 +12,11 @@
 // any other step is refused with a reason naming the step ("forecast step of
 // 20 min is not supported ..."). So on 30-minute data a run, and every
 // window of an interruptible job, starts and ends on a half hour (the last
-// window ends when the work is done). With only hourly forecasts nothing
-// changes: slots are UTC hours. max_lookahead, capacity_by_hour, the 24 h
-// forecast extension and the capacity pricing profile stay in hours.
+// window ends when the work is done; no plan ends with a window that would
+// hold only its resume overhead, the windows before it already doing all
+// the work). With only hourly forecasts nothing changes: slots are UTC
+// hours. max_lookahead, capacity_by_hour, the 24 h forecast extension and
+// the capacity pricing profile stay in hours.
 //
 // Capacity stays per UTC hour (CapacityLedger, Region::capacity_by_hour):
 // every slot of an hour has that hour's capacity and planned usage, and a

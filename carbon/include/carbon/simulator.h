@@ -1,24 +1,41 @@
 // Policy simulator: replays a job trace over recorded intensity and compares
 // placement policies.
 //
-// Model: a scheduling cycle runs at every UTC hour; jobs submitted during
-// hour h are placed in the cycle at h + 1 (or at their submit time when it is
-// an hour boundary). A decision is final unless SimConfig::replan_every is
-// set. Forecasts come
-// from SimConfig::forecaster, issued at the cycle hour for every region;
-// emissions are always counted on the *actual* series. A job that no region
-// can finish by its deadline falls back to the earliest possible finish in
-// its allowed regions (ignoring the deadline); it counts as a miss when that
-// finish is after its deadline.
+// Model: a scheduling cycle runs at every boundary of the cycle step (every
+// UTC hour on hourly data); jobs submitted during a step are placed in the
+// cycle at its end (or at their submit time when it is a boundary). A
+// decision is final unless SimConfig::replan_every is set. Forecasts come
+// from SimConfig::forecaster, issued at the cycle time for every region, at
+// the region's own step (forecast.h); emissions are always counted on the
+// *actual* series (integrated at its own step, partial steps pro rata). A
+// job that no region can finish by its deadline falls back to the earliest
+// possible finish in its allowed regions (ignoring the deadline); it counts
+// as a miss when that finish is after its deadline.
+//
+// Steps: the actual series may be 5-, 15-, 30- or 60-minute, each on its
+// UTC grid (another step, or a series off its grid, is a CarbonError);
+// regions may differ. The cycle step is the finest step among the regions'
+// series, the rule placement follows for its slots (placement.h: a coarser
+// forecast is expanded to the finest step). So a run on 30-minute data has
+// a cycle every 30 minutes, placement picks 30-minute slots (runs and
+// windows start on :00 or :30), and a job submitted at 12:10 is placed at
+// 12:30 (at 13:00 on hourly data). Capacity stays per UTC hour (the
+// ledger, placement.h); re-plans (replan_every) and the learned load
+// (learn_expected_load) stay on whole hours. On hourly data nothing
+// changes. FIFO on a sub-hourly series made by repeating each value of an
+// hourly one gives the hourly run's windows and grams for jobs submitted on
+// the hour; the carbon-aware policies may pick half hours in between (the
+// prefer-earlier rule can favour a start between two hours).
 //
 // The spatio-temporal policy prices capacity by the load of past weeks
 // (SimConfig::learn_expected_load), learned online from the simulation's
 // own realized schedule, never from future jobs.
 //
 // Policies: the four placement policies (placement.h) plus kOracle, a
-// capacity-relaxed lower bound with perfect knowledge: every job runs, hour
-// by hour, in the cleanest allowed region at the cleanest hours between its
-// submit time and its deadline (as if interruptible and migratable for free).
+// capacity-relaxed lower bound with perfect knowledge: every job runs, slot
+// by slot (slots of the cycle step: hours on hourly data), in the cleanest
+// allowed region at the cleanest slots between its submit time and its
+// deadline (as if interruptible and migratable for free).
 #pragma once
 
 #include "carbon/forecast.h"
@@ -47,7 +64,7 @@ struct SimRegion {
 
 struct SimConfig {
   std::vector<SimRegion> regions;
-  std::map<std::string, IntensitySeries> actual;   // per zone; must cover the trace
+  std::map<std::string, IntensitySeries> actual;   // per zone (5/15/30/60-minute); must cover the trace
   std::shared_ptr<const Forecaster> forecaster;    // default: perfect
   PlacementOptions placement;                      // policy is overwritten per run
   // 0: decisions are final. N > 0: every N hours, jobs placed but not yet
