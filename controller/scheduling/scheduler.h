@@ -15,9 +15,15 @@
 //             restart;
 //   order     pending jobs by priority (desc) then age (Registry::live_jobs);
 //   place     every PENDING job within its tenant's quota (controller/config/quota.h;
-//             a job over it waits with "QuotaExceeded") -- and, every replan_period, every
-//             SCHEDULED job whose first window has not opened, its
-//             reservation released first -- in ONE carbon::schedule_pass
+//             a job over it waits with "QuotaExceeded") -- and, every replan_period, the
+//             SCHEDULED jobs whose first window has not opened and whose
+//             inputs changed since their plan (carbon/replan.h: a forecast
+//             revised beyond SchedulerOptions::replan.forecast_threshold
+//             -- down over the job's span in one of its regions, or up
+//             where its plan runs --, capacity freed there, its plan no longer fitting, or a higher-priority job
+//             left without a plan by the capacity it holds), their
+//             reservations released first; the other ones keep their
+//             reservation untouched -- in ONE carbon::schedule_pass
 //             (carbon/scheduling_pass.h: place_all, earliest deadline
 //             first, then the fallback policy) over a CapacityLedger of each
 //             region's capacity minus running gangs minus the reservations
@@ -49,6 +55,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -56,6 +63,7 @@
 
 #include <carbon/expected_load.h>
 #include <carbon/placement.h>
+#include <carbon/replan.h>
 #include <carbon/time_ms.h>
 
 #include "controller/core/clock.h"
@@ -80,9 +88,21 @@ struct SchedulerOptions {
   // look-ahead (also the forecast horizon), windows, near-tie and capacity
   // price weight. expected_load_by_hour_of_week is ignored: it is learned.
   carbon::PlacementOptions placement = default_placement();
-  // Jobs placed but not started are planned again this often (their
-  // reservations released first); 0 = decisions are final.
+  // Jobs placed but not started are re-planned this often (on multiples of
+  // the period since the epoch); 0 = decisions are final.
   int64_t replan_period_ms = carbon::kHourMs;
+  // Which of them a re-plan places again (carbon/replan.h): by default only
+  // those whose inputs changed since their plan -- a forecast revised by
+  // more than forecast_threshold (5 %): down over the job's span in one of
+  // its regions, or up where its plan runs; capacity freed in one of them; the plan no longer fitting
+  // (capacity lost, region gone), or a PENDING job of higher priority left
+  // unplaced or on its fallback by the capacity the plan holds. Every other
+  // one keeps its plan and reservation untouched and is not passed to
+  // placement. The forecasts and free capacity each plan was made against
+  // are kept in memory only: after a controller restart the first re-plan
+  // places every such job again (a full re-plan). incremental = false: every
+  // re-plan is a full one (--full-replan).
+  carbon::ReplanOptions replan;
   // Capacity pricing from the store's load history (spatio-temporal only).
   bool learn_expected_load = true;
   double load_learning_rate = 0.3;
@@ -101,6 +121,9 @@ struct CycleReport {
   std::vector<std::pair<std::string, double>> phase_seconds;
   int placed = 0, deferred = 0, rejected = 0, started = 0, finished = 0, recovering = 0,
       suspended = 0, requeued = 0, preempting = 0, preempted = 0, quota_waiting = 0;
+  // A re-plan: every held plan it looked at (SCHEDULED, first window not
+  // open) and why it was placed again; kUnchanged: left untouched.
+  std::map<std::string, carbon::ReplanReason> replan;
 };
 
 class Scheduler {
@@ -166,6 +189,9 @@ class Scheduler {
   int64_t load_hour_ms_ = INT64_MIN;   // the hour of load_now_
   LoadSample load_now_;                // this hour's load as last recorded
   int64_t last_replan_ms_ = INT64_MIN;
+  // What each SCHEDULED job's plan was made against (carbon::PlanBasis),
+  // shared by the plans of one pass; in memory only (a restart forgets it).
+  std::map<std::string, std::shared_ptr<const carbon::PlanBasis>> basis_;
   std::atomic<int64_t> cycle_no_{0};
   std::mutex cycle_mu_;  // one cycle at a time
 

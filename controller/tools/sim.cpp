@@ -40,7 +40,8 @@ namespace {
                "         [--trace FILE | --seed N --jobs-per-workday X --from DATE --to DATE]\n"
                "         [--write-trace FILE] [--forecast perfect|persistence|seasonal24|seasonal168|blend[+noiseP]]\n"
                "         [--policies fifo,temporal,spatial,spatio-temporal,oracle] [--max-windows N]\n"
-               "         [--lookahead-h N] [--prefer-earlier F] [--capacity-price W] [--replan-every-h N] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n"
+               "         [--lookahead-h N] [--prefer-earlier F] [--capacity-price W] [--replan-every-h N]\n"
+               "         [--replan incremental|full] [--replan-threshold F] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n"
                "         [--engine library|service|both] [--store FILE]\n",
                msg.c_str());
   std::exit(2);
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
     else usage("missing value for " + a);
     static const char* known[] = {"--data", "--regions", "--capacity", "--pue", "--hardware", "--trace", "--seed",
                                   "--jobs-per-workday", "--from", "--to", "--write-trace", "--forecast", "--policies",
-                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--capacity-price", "--replan-every-h", "--csv", "--jobs-csv", "--svg", "--week",
+                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--capacity-price", "--replan-every-h", "--replan", "--replan-threshold", "--csv", "--jobs-csv", "--svg", "--week",
                                   "--engine", "--store"};
     bool ok = false;
     for (auto k : known) ok = ok || a == k;
@@ -116,6 +117,12 @@ int main(int argc, char** argv) {
     cfg.forecaster = carbon::make_forecaster(get("--forecast", "perfect"), seed);
     cfg.placement.max_windows = static_cast<int>(number("--max-windows", get("--max-windows", "6"), 1));
     cfg.replan_every = carbon::Hours{static_cast<long>(number("--replan-every-h", get("--replan-every-h", "0"), 0))};
+    // Re-plans place again only the jobs whose inputs changed (carbon/replan.h), or all of them.
+    const std::string replan_mode = get("--replan", "incremental");
+    if (replan_mode != "incremental" && replan_mode != "full")
+      usage("--replan: expected incremental or full, got '" + replan_mode + "'");
+    cfg.replan.incremental = replan_mode == "incremental";
+    cfg.replan.forecast_threshold = number("--replan-threshold", get("--replan-threshold", "0.05"), 0);
     cfg.placement.prefer_earlier_within = number("--prefer-earlier", get("--prefer-earlier", "0.05"), 0);
     // Capacity pricing of the spatio-temporal policy (0 = off).
     if (flags.count("--capacity-price"))
