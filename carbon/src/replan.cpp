@@ -81,6 +81,7 @@ struct Changes {
   std::vector<int> cleaner;   // prefix counts of hours revised down beyond the threshold
   std::vector<int> dirtier;   // ... revised up beyond it
   std::vector<int> freed;     // prefix counts of hours with more free capacity than the basis
+  std::vector<int> taken;     // ... with less
 };
 
 // Revisions of `now_f` against `old_f` beyond `threshold` (relative to
@@ -138,6 +139,9 @@ std::vector<ReplanReason> select_replans(const std::vector<HeldPlan>& held, cons
   const long n = static_cast<long>((ceil_hour(now + placement.max_lookahead) - h0) / Hours{1});
   std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < regions.size(); ++i) index[regions[i].name] = i;
+  // Capacity pricing ranks these policies' candidates by the planned load too.
+  const bool priced = !placement.expected_load_by_hour_of_week.empty() &&
+                      (placement.policy == Policy::kTemporal || placement.policy == Policy::kSpatioTemporal);
 
   // Now, per region: free capacity and over-committed hours (prefix counts).
   std::vector<std::vector<int>> free_now(regions.size());
@@ -164,7 +168,7 @@ std::vector<ReplanReason> select_replans(const std::vector<HeldPlan>& held, cons
     std::vector<Changes> cs(regions.size());
     for (size_t i = 0; i < regions.size(); ++i) {
       std::vector<char> cleaner(static_cast<size_t>(n), 0), dirtier(static_cast<size_t>(n), 0),
-          freed(static_cast<size_t>(n), 0);
+          freed(static_cast<size_t>(n), 0), taken(static_cast<size_t>(n), 0);
       auto e = basis->regions.find(regions[i].name);
       if (e == basis->regions.end()) {
         std::fill(cleaner.begin(), cleaner.end(), 1);   // usable now, not then: new options
@@ -174,8 +178,10 @@ std::vector<ReplanReason> select_replans(const std::vector<HeldPlan>& held, cons
         const Time b_end = b.first_hour + Hours{static_cast<long>(b.free.size())};
         for (long h = 0; h < n; ++h) {
           const long k = h + off;
-          if (k >= 0 && k < static_cast<long>(b.free.size()))
+          if (k >= 0 && k < static_cast<long>(b.free.size())) {
             freed[static_cast<size_t>(h)] = free_now[i][static_cast<size_t>(h)] > b.free[static_cast<size_t>(k)];
+            taken[static_cast<size_t>(h)] = free_now[i][static_cast<size_t>(h)] < b.free[static_cast<size_t>(k)];
+          }
           if (!b.forecast.empty() && !regions[i].forecast.empty())
             revised_in_hour(regions[i].forecast, b.forecast, b.first_hour, b_end, h0 + Hours{h},
                             options.forecast_threshold, &cleaner[static_cast<size_t>(h)],
@@ -185,6 +191,7 @@ std::vector<ReplanReason> select_replans(const std::vector<HeldPlan>& held, cons
       cs[i].cleaner = prefix_of(cleaner);
       cs[i].dirtier = prefix_of(dirtier);
       cs[i].freed = prefix_of(freed);
+      cs[i].taken = prefix_of(taken);
     }
     return changes.emplace(basis, std::move(cs)).first->second;
   };
@@ -211,7 +218,7 @@ std::vector<ReplanReason> select_replans(const std::vector<HeldPlan>& held, cons
       // Hours beyond the look-ahead's end (none for a plan made within it).
       for (long h = std::max(a, n); h < b && !lost; ++h)
         lost = capacity_at(regions[it->second], h) - planned.used(name, h0 + Hours{h}) < 0;
-      if (lost || any_in(over[it->second], a, b)) {
+      if (lost || any_in(over[it->second], a, b) || (priced && any_in(cs[it->second].taken, a, b))) {
         lost = true;
         break;
       }

@@ -20,10 +20,10 @@
 //             inputs changed since their plan (carbon/replan.h: a forecast
 //             revised beyond SchedulerOptions::replan.forecast_threshold
 //             -- down over the job's span in one of its regions, or up
-//             where its plan runs --, capacity freed there, its plan no longer fitting, or a higher-priority job
-//             left without a plan by the capacity it holds), their
-//             reservations released first; the other ones keep their
-//             reservation untouched -- in ONE carbon::schedule_pass
+//             where its plan runs --, capacity freed there, capacity lost
+//             where its plan runs), their reservations released first;
+//             the others keep their reservation untouched -- in ONE
+//             carbon::schedule_pass
 //             (carbon/scheduling_pass.h: place_all, earliest deadline
 //             first, then the fallback policy) over a CapacityLedger of each
 //             region's capacity minus running gangs minus the reservations
@@ -94,11 +94,14 @@ struct SchedulerOptions {
   // Which of them a re-plan places again (carbon/replan.h): by default only
   // those whose inputs changed since their plan -- a forecast revised by
   // more than forecast_threshold (5 %): down over the job's span in one of
-  // its regions, or up where its plan runs; capacity freed in one of them; the plan no longer fitting
-  // (capacity lost, region gone), or a PENDING job of higher priority left
-  // unplaced or on its fallback by the capacity the plan holds. Every other
-  // one keeps its plan and reservation untouched and is not passed to
-  // placement. The forecasts and free capacity each plan was made against
+  // its regions, or up where its plan runs; capacity freed in one of its
+  // regions within its span; capacity lost where its plan runs (its region
+  // gone, an hour it reserves over-committed, or with capacity pricing less
+  // free capacity there: jobs placed since). Every other one keeps its plan and
+  // reservation untouched and is not passed to placement. In any cycle, a
+  // PENDING job of higher priority that its pass leaves unplaced or on its
+  // fallback also releases the held plans of lower priority in its way
+  // (carbon::in_the_way). The forecasts and free capacity each plan was made against
   // are kept in memory only: after a controller restart the first re-plan
   // places every such job again (a full re-plan). incremental = false: every
   // re-plan is a full one (--full-replan).

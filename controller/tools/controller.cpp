@@ -136,8 +136,8 @@ int main(int argc, char** argv) {
   double replan_threshold = carbon::ReplanOptions{}.forecast_threshold;
   bool full_replan = false;
   app.add_option("--replan-forecast-threshold", replan_threshold,
-                 "a re-plan places a job again when its regions' forecast over its span was revised by more than "
-                 "this fraction (0.05 = 5 %)")
+                 "a re-plan places a not-started job again when a forecast was revised by more than this "
+                 "fraction (0.05 = 5 %): down in one of its regions within its span, or up where its plan runs")
       ->check(CLI::Range(0.0, 100.0))->envname("GREENSHARD_REPLAN_FORECAST_THRESHOLD");
   app.add_flag("--full-replan", full_replan,
                "every re-plan places every job not started yet again (default: only those whose inputs changed)")

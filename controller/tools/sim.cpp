@@ -192,6 +192,15 @@ int main(int argc, char** argv) {
     }
     std::printf("%s\n", carbon::format_results_table(results).c_str());
     std::printf("%s", carbon::format_region_load_table(results, all.ids()).c_str());
+    if (cfg.replan_every.count() > 0) {
+      std::printf("\n# re-plans every %ld h (%s, forecast threshold %.2f): held plans placed again / left untouched:",
+                  static_cast<long>(cfg.replan_every.count()), cfg.replan.incremental ? "incremental" : "full",
+                  cfg.replan.forecast_threshold);
+      for (const auto& r : results)
+        if (r.engine == "library" && r.policy != carbon::SimPolicy::kOracle)
+          std::printf(" %s %ld / %ld;", carbon::sim_policy_name(r.policy), r.replan_placed, r.replan_untouched);
+      std::printf("\n");
+    }
     if (flags.count("--csv")) write(flags["--csv"], carbon::results_csv(results));
     if (flags.count("--jobs-csv")) {
       std::string s = "policy,job,region,start,end,windows,grams,expected_grams,delay_h,deadline_missed,fallback\n";

@@ -187,6 +187,20 @@ TEST(Replan, EachKindOfChangeReplacesExactlyTheAffectedJobs) {
        {"c1", "any"}},
       {"capacity lost in A in hours 4-5 re-places only a1, whose plan reserves them",
        [](World& w) { w.regions[0].capacity_by_hour = {8, 8, 8, 8, 0, 0}; }, {"a1"}},
+      {"with capacity pricing, capacity taken in C at 20:00 since the plan re-places only c1, whose plan runs then",
+       [](World& w) {
+         w.options.expected_load_by_hour_of_week.assign(168, 0.5);
+         w.basis.regions.at("C").free[20] += 4;
+       },
+       {"c1"}},
+      {"without capacity pricing, capacity taken in C at 20:00 where c1 still fits re-places nothing",
+       [](World& w) { w.basis.regions.at("C").free[20] += 4; }, {}},
+      {"capacity taken in A at 03:00, where no plan runs, re-places nothing",
+       [](World& w) {
+         w.options.expected_load_by_hour_of_week.assign(168, 0.5);
+         w.ledger.reserve("A", kNow + Hours{3}, kNow + Hours{4}, 4);
+       },
+       {}},
       {"capacity lost in A in hours 9-11, which no plan reserves, re-places nothing",
        [](World& w) { w.regions[0].capacity_by_hour = {8, 8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0}; }, {}},
       {"a region that left the pass re-places the plans that reserve it",

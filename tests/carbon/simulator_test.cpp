@@ -130,12 +130,13 @@ TEST(Simulator, ReplanningKeepsEveryJobWithinItsDeadlineWhenCapacityIsAmple) {
   EXPECT_EQ(replanned.jobs, fixed.jobs);
 }
 
-// Incremental re-planning (replan.h): with a perfect forecast no input of a
-// plan changes (nothing ends early in the simulator), so no plan is placed
-// again and the run is the run without re-planning; a full re-plan places
-// every not-started job again.
+// Incremental re-planning (replan.h): with a perfect forecast and no
+// capacity pricing no input of a plan changes (nothing ends early in the
+// simulator), so no plan is placed again and the run is the run without
+// re-planning; a full re-plan places every not-started job again.
 TEST(Simulator, WithAPerfectForecastAnIncrementalReplanPlacesNothingAgain) {
   auto w = world(64, 8);
+  w.cfg.learn_expected_load = false;
   auto never = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
   w.cfg.replan_every = Hours{6};
   auto incremental = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
@@ -154,8 +155,20 @@ TEST(Simulator, WithAPerfectForecastAnIncrementalReplanPlacesNothingAgain) {
   EXPECT_GT(full.replan_placed, 0);
 }
 
+// With capacity pricing the jobs placed since in a held plan's hours raise
+// their price: those plans are placed again (kCapacityLost), not the others.
+TEST(Simulator, WithCapacityPricingThePlansWhoseHoursFilledUpArePlacedAgain) {
+  auto w = world(64, 8);
+  w.cfg.replan_every = Hours{6};
+  auto priced = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_GT(priced.replan_placed, 0);
+  EXPECT_GT(priced.replan_untouched, 0);
+  EXPECT_EQ(priced.deadline_misses, 0);
+}
+
 TEST(Simulator, WithForecastRevisionsAnIncrementalReplanPlacesOnlySomePlansAgain) {
   auto w = world(128, 8);
+  w.cfg.learn_expected_load = false;   // revisions alone
   w.cfg.forecaster = make_forecaster("blend");
   w.cfg.replan_every = Hours{6};
   auto incremental = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);

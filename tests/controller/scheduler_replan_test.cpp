@@ -202,6 +202,39 @@ TEST(SchedulerReplan, WhereNothingChangedTheDecisionsAreTheFullReplans) {
   }
 }
 
+TEST(SchedulerReplan, AJobPlacedSinceWhereAPlanRunsReplacesThatPlanOnlyWithCapacityPricing) {
+  // DE (2 nodes) is clean at 05:00: `first` is planned there at 00:00,
+  // `second` at 00:30 (no re-plan due). At 01:00 `first` has less free
+  // capacity where it runs than it was planned with: with capacity pricing
+  // (learned from a week of load history) that hour's price rose, so it is
+  // placed again; `second` was planned with it there. Without pricing
+  // `first` still fits and nothing changed for it.
+  for (bool priced : {true, false}) {
+    SCOPED_TRACE(priced ? "capacity pricing" : "no capacity pricing");
+    SchedulerOptions so;
+    so.replan_period_ms = kHour;
+    Core core(so);
+    if (priced)
+      for (int64_t h = kT0 - 168 * kHour; h < kT0; h += kHour) core.store->record_load({h, 1, 2});
+    core.regions = parse_regions_yaml("regions:\n  - {name: DE, nodes: 2, zone: DE}\n", "test");
+    std::map<std::string, Executor*> ex{{"DE", &core.fake}};
+    core.sched = std::make_unique<Scheduler>(*core.registry, core.clock, core.regions, ex, &core.metrics, core.so);
+    ASSERT_EQ(core.sched->expected_load().ready(), priced);
+    core.submit("first", {{"regions", {"DE"}}, {"max_delay_s", 10 * 3600}});
+    core.sched->cycle();
+    core.clock.set_ms(kT0 + kHour / 2);
+    core.submit("second", {{"regions", {"DE"}}, {"max_delay_s", 10 * 3600}});
+    EXPECT_TRUE(core.sched->cycle().replan.empty());
+    ASSERT_EQ(core.job("first").placement->start_ms, kT0 + 5 * kHour);
+    ASSERT_EQ(core.job("second").placement->start_ms, kT0 + 5 * kHour);
+    core.clock.set_ms(kT0 + kHour);
+    const CycleReport rep = core.sched->cycle();
+    EXPECT_EQ(rep.replan.at(core.ids.at("first")),
+              priced ? carbon::ReplanReason::kCapacityLost : carbon::ReplanReason::kUnchanged);
+    EXPECT_EQ(rep.replan.at(core.ids.at("second")), carbon::ReplanReason::kUnchanged);
+  }
+}
+
 TEST(SchedulerReplan, AfterARestartTheFirstReplanIsAFullOne) {
   SchedulerOptions so;
   so.replan_period_ms = kHour;

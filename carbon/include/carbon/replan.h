@@ -28,11 +28,15 @@
 //   kFull             ReplanOptions::incremental is false: every held plan;
 //   kNoBasis          the plan has no basis (the caller lost it, e.g. a
 //                     controller restart: its first re-plan is a full one);
-//   kCapacityLost     the plan no longer fits: a region one of its windows
-//                     reserves is not among this pass's regions, or in an
-//                     hour one of its windows reserves, its region's usage
-//                     exceeds its capacity (capacity shrank, or something
-//                     else took it, e.g. a gang running past its window);
+//   kCapacityLost     capacity lost where the plan runs: a region one of
+//                     its windows reserves is not among this pass's
+//                     regions; or in an hour one of its windows reserves,
+//                     its region is over-committed (capacity shrank, a gang
+//                     runs past its window: the plan no longer fits), or --
+//                     with capacity pricing on (expected_load_by_hour_of_week
+//                     set, policy kTemporal or kSpatioTemporal) -- has less
+//                     free capacity than in the basis (jobs placed since:
+//                     the price of those hours rose);
 //   kForecastRevised  a revision r = (new - old) / max(old, 1 gCO2/kWh),
 //                     at an instant that both the basis's forecast (within
 //                     its look-ahead) and this pass's forecast cover, beyond
@@ -54,11 +58,12 @@
 // in_the_way() adds kHigherPriority (see there).
 //
 // Not compared -- a full re-plan may decide differently on these, and
-// ReplanOptions::incremental = false forces one: capacity prices
-// (PlacementOptions::expected_load_by_hour_of_week); hours that entered the
-// look-ahead since the basis; less free capacity where the plan does not
-// reserve (its options only shrank, its plan still fits); capacity freed by
-// the jobs this same re-plan moves (the next re-plan sees it as
+// ReplanOptions::incremental = false forces one: the learned expected load
+// of capacity pricing (PlacementOptions::expected_load_by_hour_of_week);
+// hours that entered the look-ahead since the basis; forecast hours beyond
+// either forecast's end (placement repeats the last 24 h there); less free
+// capacity where the plan does not run (its options only shrank); capacity
+// freed by the jobs this same re-plan moves (the next re-plan sees it as
 // kCapacityFreed for the jobs that could use it). So where nothing changed
 // -- the held plans made by one pass on these very inputs -- a full re-plan
 // makes the same decisions as the incremental one, which places nothing

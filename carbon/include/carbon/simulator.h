@@ -56,8 +56,10 @@ struct SimConfig {
   // forecasts: those whose inputs changed since their plan (replan.h:
   // select_replans -- a forecast revised beyond replan.forecast_threshold
   // (down over the job's span in one of its regions, or up where its plan
-  // runs), capacity freed there, or their plan no longer fitting) have their reservations released and are
-  // placed again with the cycle's new jobs, earliest deadline first (a job
+  // runs), capacity freed in one of its regions within its span, or
+  // capacity lost where its plan runs: with capacity pricing, less free
+  // capacity in an hour it reserves, jobs placed since) have their reservations released and
+  // are placed again with the cycle's new jobs, earliest deadline first (a job
   // that no longer fits anew keeps its old plan when that is still free);
   // every other one keeps its plan and reservation untouched. The basis of
   // each plan (the forecasts and free capacity its pass saw) is kept in
