@@ -12,3 +12,15 @@ if(GREENSHARD_TESTS)
   set_tests_properties(bench.carbon_policies.an_error_is_a_message_not_an_abort PROPERTIES LABELS unit
     PASS_REGULAR_EXPRESSION "bench_carbon_policies: error: GREENSHARD_CARBON_DATA=/nonexistent: not a directory\nexit=1")
 endif()
+
+# The re-plan timing section runs alone (seconds, not the hour of the whole
+# bench) and ends with its RESULT keys; timings are not checked.
+if(GREENSHARD_TESTS)
+  add_test(NAME bench.carbon_policies.only_replan_runs_the_replan_section_alone
+           COMMAND bench_carbon_policies --only replan --cycle-jobs 2000 --cycle-reps 1)
+  set_tests_properties(bench.carbon_policies.only_replan_runs_the_replan_section_alone PROPERTIES LABELS unit TIMEOUT 120
+    PASS_REGULAR_EXPRESSION "incremental +2000 .*\nfull +2000 +2000 .*\n(.*\n)*RESULT carbon_policies replan_incremental_ms_10k=[0-9.]+ replan_full_ms_10k=[0-9.]+ replan_held=2000 replan_replaced=[1-9][0-9]* replan_speedup=[0-9.]+\n$")
+  add_test(NAME bench.carbon_policies.only_names_its_sections COMMAND bench_carbon_policies --only everything)
+  set_tests_properties(bench.carbon_policies.only_names_its_sections PROPERTIES LABELS unit
+    PASS_REGULAR_EXPRESSION "--only: expected replan, got 'everything'")
+endif()

@@ -1,7 +1,7 @@
 // bench_carbon_policies: carbon-aware placement on a year of real grid data.
 //
 //   ./bench_carbon_policies [--capacity GPUS] [--jobs-per-workday X] [--seed N]
-//                           [--pue X] [--cycle-jobs N] [--cycle-reps N]
+//                           [--pue X] [--cycle-jobs N] [--cycle-reps N] [--only replan]
 //
 // 1. Replays a generated year-long trace (2023-01-09 .. 2023-12-16, ML
 //    training jobs of 4-90 h submitted on workdays 09-17 UTC, deadlines
@@ -30,6 +30,13 @@
 //    change overheads, and with the blend forecaster, next to the bound.
 // 2. Times one scheduling pass (place_all) of --cycle-jobs pending jobs over
 //    16 regions with a 48 h forecast (median of --cycle-reps passes).
+// 2a. Times one re-plan of --cycle-jobs held plans (placed, not started)
+//    over the 16 regions an hour after they were made, one region's forecast
+//    revised so that about 1 % of the jobs are affected: incremental
+//    (carbon::select_replans, then schedule_pass over the selected jobs
+//    only) vs full (every plan released and placed again), median of
+//    --cycle-reps. `--only replan` runs this section alone (seconds, not the
+//    hour of the whole bench) and prints a RESULT line with its keys only.
 // 3. Prints each forecaster's MAPE per zone on 2023 (24 h horizon, issued
 //    every hour).
 // 4. Prints each goal (>= 40 % saved with 0 deadline misses; <= 2 points
@@ -42,8 +49,12 @@
 //          elastic_vs_bound=.. elastic_only_saved_pct=.. migration_only_saved_pct=..
 //          bound_fixed_saved_pct=.. elastic_library_saved_pct=.. bound_lps_over_budget=..
 //          hindsight_vs_bound=.. no_overhead_vs_bound=.. elastic_blend_library_vs_bound=..
+//          replan_incremental_ms_10k=.. replan_full_ms_10k=..
 // bound_lps_over_budget counts the LPs the time budget left unsolved (each
 // a row; priced at 0, the bound stays valid and gets looser).
+// With --only replan:
+//   RESULT carbon_policies replan_incremental_ms_10k=.. replan_full_ms_10k=.. replan_held=..
+//          replan_replaced=.. replan_speedup=..
 // bound_saved_pct is the LP bound of the elastic problem (the full policy's);
 // bound_fixed_saved_pct the bound with every job at its own width.
 #include "bench_flags.h"
@@ -52,6 +63,8 @@
 #include "carbon/hardware.h"
 #include "carbon/lp_bound.h"
 #include "carbon/placement.h"
+#include "carbon/replan.h"
+#include "carbon/scheduling_pass.h"
 #include "carbon/simulator.h"
 #include "carbon/time_ms.h"
 #include "carbon/trace.h"
@@ -65,8 +78,12 @@
 #include <cstdlib>
 #include <functional>
 #include <future>
+#include <map>
+#include <optional>
+#include <stdexcept>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -78,11 +95,13 @@ struct Options {
   double pue = 1.2;
   int cycle_jobs = 10000;
   int cycle_reps = 5;
+  std::string only;   // "replan": section 2a alone
 };
 
 [[noreturn]] void usage(const std::string& msg) {
   gsbench::usage_exit("bench_carbon_policies", msg,
-                      "[--capacity GPUS] [--jobs-per-workday X] [--seed N] [--pue X] [--cycle-jobs N] [--cycle-reps N]");
+                      "[--capacity GPUS] [--jobs-per-workday X] [--seed N] [--pue X] [--cycle-jobs N] [--cycle-reps N] "
+                      "[--only replan]");
 }
 
 Options parse(int argc, char** argv) {
@@ -92,6 +111,11 @@ Options parse(int argc, char** argv) {
     if (a == "--help" || a == "-h") usage("help");
     if (i + 1 >= argc) usage("missing value for " + a);
     std::string v = argv[++i];
+    if (a == "--only") {
+      if (v != "replan") usage("--only: expected replan, got '" + v + "'");
+      o.only = v;
+      continue;
+    }
     char* end = nullptr;
     double x = std::strtod(v.c_str(), &end);
     if (v.empty() || *end != '\0' || !(x >= 0)) usage(a + ": expected a number >= 0, got '" + v + "'");
@@ -161,6 +185,164 @@ double time_cycle(const carbon::Catalog& cat, const Options& o, int* placed) {
   return times[times.size() / 2];
 }
 
+// One re-plan of n held plans (section 2a).
+struct ReplanTiming {
+  int held = 0;              // plans held at the re-plan (placed, not started)
+  int replaced = 0;          // of which the incremental re-plan placed again
+  std::string revised;       // the region whose forecast was revised, and from which hour
+  double incremental_ms = 0, full_ms = 0;   // medians
+  double select_ms = 0;                     // of which select_replans (incremental), median
+  double incremental_min = 0, incremental_max = 0, full_min = 0, full_max = 0;
+};
+
+ReplanTiming time_replan(const carbon::Catalog& cat, const Options& o) {
+  using namespace carbon;
+  const Time planned_at = parse_time("2023-07-03T10:00Z");
+  const Time now = planned_at + Hours{1};   // the next hourly re-plan
+  const auto ids = cat.ids();
+  // Capacity for every job: the section is about re-placing plans, not
+  // about waiting for room.
+  const int capacity = 8192;
+  auto make_regions = [&](Time at) {
+    std::vector<Region> regions;
+    for (const auto& z : ids) {
+      Region r;
+      r.name = z;
+      r.capacity = capacity;
+      r.pue = o.pue;
+      r.hardware = hardware_profile("h100-sxm-8");
+      r.forecast = cat.series(z).slice(at, at + Hours{48});
+      regions.push_back(std::move(r));
+    }
+    return regions;
+  };
+  // The pass's jobs (as time_cycle, any region), each with an earliest
+  // start after the re-plan: every plan is still held then.
+  std::vector<Job> jobs;
+  std::uint64_t s = 54321;
+  auto rnd = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(s >> 11) / 9007199254740992.0;
+  };
+  const int gpus[] = {8, 8, 16, 16, 32, 64};
+  for (int i = 0; i < o.cycle_jobs; ++i) {
+    Job j;
+    j.id = std::string(1, 'r').append(std::to_string(i));
+    j.gpus = gpus[static_cast<int>(rnd() * 6)];
+    int h = 1 + static_cast<int>(rnd() * 24);
+    j.duration = Hours{h};
+    j.submit = now + Hours{1};
+    j.deadline = j.submit + Hours{h + static_cast<int>(rnd() * (46 - h))};
+    j.home_region = ids[static_cast<size_t>(rnd() * static_cast<double>(ids.size()))];
+    j.interruptible = rnd() < 0.5;
+    j.seq = i;
+    jobs.push_back(std::move(j));
+  }
+  PlacementOptions opt;
+  opt.max_lookahead = Hours{48};
+  opt.expected_load_by_hour_of_week.assign(168, 0.5);
+  // The plans, made an hour before the re-plan, and what they saw.
+  CapacityLedger planned;
+  auto plans = schedule_pass(jobs, {}, make_regions(planned_at), planned, planned_at, opt, fallback_policy(opt.policy));
+  const PlanBasis basis = plan_basis(make_regions(planned_at), planned, planned_at, opt);
+  std::vector<Job> held_jobs;
+  std::vector<Decision> held_plans;
+  for (size_t i = 0; i < jobs.size(); ++i)
+    if (plans[i].outcome != PassOutcome::kUnplaced && plans[i].decision.start > now) {
+      held_jobs.push_back(jobs[i]);
+      held_plans.push_back(plans[i].decision);
+    }
+  std::vector<HeldPlan> held;
+  for (size_t i = 0; i < held_jobs.size(); ++i) held.push_back({&held_jobs[i], &held_plans[i], &basis, 0});
+  // The change: the forecast of the region holding the most plans, +20 %
+  // from hour `from` of the re-plan's look-ahead on (the plans there got
+  // dirtier); `from` is the latest hour at which at least 1 % of the held
+  // plans are affected.
+  std::vector<Region> regions = make_regions(now);
+  std::map<std::string, int> plans_in;
+  for (const auto& d : held_plans) ++plans_in[d.region];
+  size_t busiest = 0;
+  for (size_t r = 0; r < regions.size(); ++r)
+    if (plans_in[regions[r].name] > plans_in[regions[busiest].name]) busiest = r;
+  Region& revised = regions[busiest];
+  const std::vector<double> issued = revised.forecast.values();
+  auto revise_from = [&](int from) {
+    std::vector<double> v = issued;
+    for (size_t k = static_cast<size_t>(from); k < v.size(); ++k) v[k] *= 1.2;
+    revised.forecast = IntensitySeries(revised.name, now, Hours{1}, v);
+  };
+  const ReplanOptions incremental;
+  int from = 47;
+  int affected = 0;
+  for (;; --from) {
+    revise_from(from);
+    const auto why = select_replans(held, regions, planned, now, opt, incremental);
+    affected = static_cast<int>(std::count_if(why.begin(), why.end(), [](ReplanReason r) { return r != ReplanReason::kUnchanged; }));
+    if (affected * 100 >= static_cast<int>(held.size()) || from == 0) break;
+  }
+  ReplanTiming out;
+  out.held = static_cast<int>(held.size());
+  out.replaced = affected;
+  out.revised = revised.name + "'s forecast +20 % from hour " + std::to_string(from) + " of the look-ahead";
+  // One re-plan: which plans to place again, their reservations released,
+  // one schedule_pass over them (held until their turn).
+  auto replan = [&](const ReplanOptions& ro) {
+    CapacityLedger ledger = planned;
+    auto t0 = std::chrono::steady_clock::now();
+    const auto why = select_replans(held, regions, ledger, now, opt, ro);
+    const double select_ms = ms_since(t0);
+    std::vector<Job> again;
+    std::vector<std::optional<Decision>> previous;
+    for (size_t i = 0; i < held.size(); ++i) {
+      if (why[i] == ReplanReason::kUnchanged) continue;
+      ledger.reserve(held_plans[i].region, held_plans[i].windows, -held_jobs[i].gpus);
+      again.push_back(held_jobs[i]);
+      previous.push_back(held_plans[i]);
+    }
+    auto r = schedule_pass(again, previous, regions, ledger, now, opt, fallback_policy(opt.policy));
+    const double ms = ms_since(t0);
+    return std::tuple{ms, r.size(), select_ms};
+  };
+  ReplanOptions full;
+  full.incremental = false;
+  std::vector<double> inc, all, sel;
+  for (int rep = 0; rep < o.cycle_reps; ++rep) {
+    auto [a, na, sa] = replan(incremental);
+    auto [b, nb, sb] = replan(full);
+    sel.push_back(sa);
+    if (static_cast<int>(na) != out.replaced || static_cast<int>(nb) != out.held)
+      throw std::runtime_error("re-plan bench: the passes placed " + std::to_string(na) + " and " + std::to_string(nb) +
+                               " jobs, expected " + std::to_string(out.replaced) + " and " + std::to_string(out.held));
+    inc.push_back(a);
+    all.push_back(b);
+  }
+  std::sort(inc.begin(), inc.end());
+  std::sort(all.begin(), all.end());
+  std::sort(sel.begin(), sel.end());
+  out.select_ms = sel[sel.size() / 2];
+  out.incremental_ms = inc[inc.size() / 2];
+  out.full_ms = all[all.size() / 2];
+  out.incremental_min = inc.front();
+  out.incremental_max = inc.back();
+  out.full_min = all.front();
+  out.full_max = all.back();
+  return out;
+}
+
+void print_replan(const ReplanTiming& r, const Options& o, size_t regions) {
+  std::printf("## re-plan: %d held plans (of %d jobs placed an hour before) x %zu regions x 48 h forecast; change: %s\n"
+              "## (%d plans affected, %.2f %%); median of %d\n",
+              r.held, o.cycle_jobs, regions, r.revised.c_str(), r.replaced, 100.0 * r.replaced / std::max(1, r.held),
+              o.cycle_reps);
+  std::printf("%-12s %8s %10s %12s %10s %10s\n", "mode", "held", "re-placed", "median_ms", "min_ms", "max_ms");
+  std::printf("%-12s %8d %10d %12.1f %10.1f %10.1f\n", "incremental", r.held, r.replaced, r.incremental_ms,
+              r.incremental_min, r.incremental_max);
+  std::printf("%-12s %8d %10d %12.1f %10.1f %10.1f\n", "full", r.held, r.held, r.full_ms, r.full_min, r.full_max);
+  std::printf("# incremental = carbon::select_replans (%.1f ms of it) + schedule_pass over the affected plans;\n"
+              "# full = every plan released and placed again (ReplanOptions::incremental = false): %.1fx\n\n",
+              r.select_ms, r.full_ms / std::max(1e-9, r.incremental_ms));
+}
+
 // format_results_table() with a vs_bound column (saving / the bound's
 // saving) and a last row for the LP bound itself.
 std::string table_with_bound(const std::vector<carbon::PolicyResult>& rows, const carbon::LpBound& bound,
@@ -193,6 +375,15 @@ int run(int argc, char** argv) {
   Options o = parse(argc, argv);
   auto t_start = std::chrono::steady_clock::now();
   auto cat = Catalog::load();
+  if (o.only == "replan") {
+    std::printf("# bench_carbon_policies --only replan: %s\n\n", cat.describe().c_str());
+    const ReplanTiming rp = time_replan(cat, o);
+    print_replan(rp, o, cat.ids().size());
+    std::printf("RESULT carbon_policies replan_incremental_ms_10k=%.1f replan_full_ms_10k=%.1f replan_held=%d "
+                "replan_replaced=%d replan_speedup=%.1f\n",
+                rp.incremental_ms, rp.full_ms, rp.held, rp.replaced, rp.full_ms / std::max(1e-9, rp.incremental_ms));
+    return 0;
+  }
   const auto& hw = hardware_profile("h100-sxm-8");
 
   SimConfig cfg;
@@ -473,6 +664,8 @@ int run(int argc, char** argv) {
   double cycle_ms = time_cycle(cat, o, &placed);
   std::printf("## scheduling pass: %d pending jobs x %zu regions x 48 h forecast: %.1f ms (median of %d), %d placed\n\n",
               o.cycle_jobs, cfg.regions.size(), cycle_ms, o.cycle_reps, placed);
+  const ReplanTiming replan_t = time_replan(cat, o);
+  print_replan(replan_t, o, cfg.regions.size());
 
   // Forecaster accuracy.
   std::vector<std::shared_ptr<const Forecaster>> fcs{persistence_forecaster(), seasonal_naive_forecaster(24),
@@ -529,14 +722,16 @@ int run(int argc, char** argv) {
       "service_vs_library_pts=%.2f bound_saved_pct=%.2f spatio_temporal_vs_bound=%.3f elastic_saved_pct=%.2f "
       "elastic_misses=%d elastic_vs_bound=%.3f elastic_only_saved_pct=%.2f migration_only_saved_pct=%.2f "
       "bound_fixed_saved_pct=%.2f elastic_library_saved_pct=%.2f bound_lps_over_budget=%zu hindsight_vs_bound=%.3f "
-      "no_overhead_vs_bound=%.3f elastic_blend_library_vs_bound=%.3f\n",
+      "no_overhead_vs_bound=%.3f elastic_blend_library_vs_bound=%.3f replan_incremental_ms_10k=%.1f "
+      "replan_full_ms_10k=%.1f\n",
       st.saved_pct_vs_fifo, err14.saved_pct_vs_fifo, st.deadline_misses, perfect[1].saved_pct_vs_fifo,
       perfect[2].saved_pct_vs_fifo, perfect[4].saved_pct_vs_fifo, cycle_ms, svc_st.saved_pct_vs_fifo,
       svc_st.deadline_misses, pts, el_bound_saved, st.saved_pct_vs_fifo / el_bound_saved, svc_el.saved_pct_vs_fifo,
       svc_el.deadline_misses, svc_el.saved_pct_vs_fifo / el_bound_saved, el_only.saved_pct_vs_fifo,
       mig_only.saved_pct_vs_fifo, bound_saved, el_full.saved_pct_vs_fifo,
       bound.over_budget.size() + el_bound.over_budget.size(), el_hind.saved_pct_vs_fifo / el_bound_saved,
-      el_free.saved_pct_vs_fifo / el_bound_saved, el_blend.saved_pct_vs_fifo / el_bound_saved);
+      el_free.saved_pct_vs_fifo / el_bound_saved, el_blend.saved_pct_vs_fifo / el_bound_saved, replan_t.incremental_ms,
+      replan_t.full_ms);
   return 0;
 }
 

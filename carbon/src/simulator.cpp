@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <numeric>
 
 namespace carbon {
@@ -252,6 +253,25 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
       }
       if (expected.ready()) opt.expected_load_by_hour_of_week = expected.by_hour_of_week();
     };
+    // Forecasts issued at t (once per cycle, when something is placed or
+    // re-planned).
+    Time issued = Time::min();
+    auto issue_forecasts = [&](Time now) {
+      if (issued == now) return;
+      issued = now;
+      for (size_t ri = 0; ri < regions.size(); ++ri) {
+        const auto& a = actual_of(config, regions[ri].name);
+        if (now < a.start() || now >= a.end())
+          throw CarbonError("simulator: " + regions[ri].name + " has no recorded intensity at " + format_time(now));
+        // Each at its region's own step from the step containing `now`
+        // (placement expands coarser ones to the finest).
+        const long per_hour = Seconds{Hours{1}} / a.step();
+        int h = static_cast<int>(std::min<long>(lookahead * per_hour, (a.end() - floor_to_step(now, a.step())) / a.step()));
+        regions[ri].forecast = forecast_series(*forecaster, a, now, h);
+      }
+    };
+    // What each waiting job's plan was made against (replan.h).
+    std::vector<std::shared_ptr<const PlanBasis>> basis(replan > 0 ? trace.size() : 0);
     while (next < order.size() || !pending.empty() || !waiting.empty()) {
       if (t > give_up) throw CarbonError("simulator: jobs still unplaced 60 days after the last submission (capacity too small?)");
       while (next < order.size() && known_at(order[next]) <= t) pending.push_back(order[next++]);
@@ -260,10 +280,12 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
       // Old plans of re-planned jobs, kept when they no longer fit anew.
       std::map<size_t, Decision> old_plan;
       if (replan_now) {
+        // Held plans: waiting jobs not started yet (a started one is fixed).
+        std::vector<size_t> held_idx;
+        std::vector<Decision> held_plan;
         for (size_t i : waiting) {
-          auto& o = res.outcomes[i];
-          if (o.windows.front().start <= t) continue;   // started: fixed from now on
-          ledger.reserve(o.region, o.windows, -trace[i].gpus);
+          const auto& o = res.outcomes[i];
+          if (o.windows.front().start <= t) continue;
           Decision d;
           d.feasible = true;
           d.region = o.region;
@@ -271,10 +293,29 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
           d.start = o.windows.front().start;
           d.end = o.windows.back().end;
           d.expected_grams = o.expected_grams;
-          old_plan[i] = std::move(d);
-          pending.push_back(i);
+          held_idx.push_back(i);
+          held_plan.push_back(std::move(d));
         }
         waiting.clear();
+        if (!held_idx.empty()) {
+          issue_forecasts(t);
+          std::vector<HeldPlan> held(held_idx.size());
+          for (size_t k = 0; k < held_idx.size(); ++k)
+            held[k] = {&trace[held_idx[k]], &held_plan[k], basis[held_idx[k]].get(), 0};
+          const auto why = select_replans(held, regions, ledger, t, opt, config.replan);
+          for (size_t k = 0; k < held_idx.size(); ++k) {
+            const size_t i = held_idx[k];
+            if (why[k] == ReplanReason::kUnchanged) {
+              waiting.push_back(i);   // untouched: still reserved, not passed to placement
+              ++res.replan_untouched;
+              continue;
+            }
+            ++res.replan_placed;
+            ledger.reserve(held_plan[k].region, held_plan[k].windows, -trace[i].gpus);
+            old_plan[i] = std::move(held_plan[k]);
+            pending.push_back(i);
+          }
+        }
       }
       if (pending.empty()) {
         Time next_arrival = next < order.size() ? known_at(order[next]) : Time::max();
@@ -288,16 +329,7 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         continue;
       }
       if (learn) learn_until(t);
-      // Forecasts issued at t, each at its region's own step from the step
-      // containing t (placement expands coarser ones to the finest).
-      for (size_t ri = 0; ri < regions.size(); ++ri) {
-        const auto& a = actual_of(config, regions[ri].name);
-        if (t < a.start() || t >= a.end())
-          throw CarbonError("simulator: " + regions[ri].name + " has no recorded intensity at " + format_time(t));
-        const long per_hour = Seconds{Hours{1}} / a.step();
-        int h = static_cast<int>(std::min<long>(lookahead * per_hour, (a.end() - floor_to_step(t, a.step())) / a.step()));
-        regions[ri].forecast = forecast_series(*forecaster, a, t, h);
-      }
+      issue_forecasts(t);
       batch.clear();
       std::vector<std::optional<Decision>> previous;
       for (size_t i : pending) {
@@ -306,6 +338,10 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         previous.push_back(it == old_plan.end() ? std::nullopt : std::optional<Decision>(it->second));
       }
       auto results = schedule_pass(batch, previous, regions, ledger, t, opt, fallback_policy(opt.policy));
+      // The basis of every plan this pass made or kept.
+      std::shared_ptr<const PlanBasis> now_basis;
+      if (replan > 0 && config.replan.incremental)
+        now_basis = std::make_shared<const PlanBasis>(plan_basis(regions, ledger, t, opt));
       std::vector<size_t> still;
       for (size_t b = 0; b < batch.size(); ++b) {
         size_t i = pending[b];
@@ -321,7 +357,12 @@ PolicyResult simulate(const std::vector<Job>& trace, const SimConfig& config, Si
         o.expected_grams = d.expected_grams;
         // A kept plan stays what it was (a fallback stays a fallback).
         if (results[b].outcome != PassOutcome::kKeptPrevious) o.fallback = results[b].outcome == PassOutcome::kFallback;
-        if (replan > 0 && o.windows.front().start > t) waiting.push_back(i);
+        if (replan > 0 && o.windows.front().start > t) {
+          waiting.push_back(i);
+          basis[i] = now_basis;
+        } else if (replan > 0) {
+          basis[i].reset();   // started: never re-planned again
+        }
       }
       pending = std::move(still);
       t += step;

@@ -24,6 +24,11 @@ void QuotaLedger::add(const std::string& tenant, const std::string& region, int 
   if (nodes > 0) used_[{tenant, region}] += nodes;
 }
 
+void QuotaLedger::release(const std::string& tenant, const std::string& region, int nodes) {
+  auto it = used_.find({tenant, region});
+  if (nodes > 0 && it != used_.end()) it->second = std::max(0, it->second - nodes);
+}
+
 int QuotaLedger::used_nodes(const std::string& tenant, const std::string& region) const {
   auto it = used_.find({tenant, region});
   return it == used_.end() ? 0 : it->second;

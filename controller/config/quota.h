@@ -56,6 +56,9 @@ class QuotaLedger {
   QuotaLedger(const QuotaConfig& config, const std::vector<RegionConfig>& regions);
 
   void add(const std::string& tenant, const std::string& region, int nodes);
+  // Takes back `nodes` that add() counted (never below 0): a placed job
+  // whose reservation a re-plan released.
+  void release(const std::string& tenant, const std::string& region, int nodes);
   int used_nodes(const std::string& tenant, const std::string& region) const;
   // Nodes the tenant may still take in the region: INT_MAX when unlimited,
   // 0 when the region is not in its quota, never negative.

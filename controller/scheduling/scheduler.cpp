@@ -3,6 +3,7 @@
 #include <carbon/error.h>
 #include <carbon/hardware.h>
 #include <carbon/job.h>
+#include <carbon/replan.h>
 #include <carbon/scheduling_pass.h>
 #include <carbon/time_ms.h>
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
@@ -121,6 +123,64 @@ std::vector<carbon::ScalingPoint> scaling_curve(const Job& j, Store& store) {
   return curve;
 }
 
+// carbon/'s view of a job for placement and re-planning: its identity,
+// size, times and regions (every region of its spec; the pass narrows them
+// to those in quota). A job without a deadline or max_delay gets now +
+// duration (no time slack: the cleanest region now); *has_deadline tells.
+carbon::Job carbon_job(const Job& j, carbon::Time tnow, bool* has_deadline) {
+  const JobSpec& s = j.spec();
+  carbon::Job c;
+  c.id = j.id();
+  c.seq = j.seq;  // ties in a pass: submission order
+  c.gpus = s.nodes;
+  c.duration = carbon::Seconds{std::max<int64_t>(1, std::llround(s.duration_s))};
+  c.submit = carbon::time_of_ms(j.created_ms());
+  c.home_region = s.home_region;
+  c.allowed_regions = s.regions;
+  c.interruptible = s.interruptible;
+  bool deadline = true;
+  if (s.deadline_ms > 0) c.deadline = carbon::time_of_ms(s.deadline_ms);
+  else if (s.max_delay_s >= 0) c.deadline = carbon::deadline_from_max_delay(c, carbon::Seconds{s.max_delay_s});
+  else {
+    c.deadline = tnow + c.duration;
+    deadline = false;
+  }
+  if (has_deadline) *has_deadline = deadline;
+  return c;
+}
+
+// A placed job's plan as carbon/ holds it (its windows' regions and widths).
+carbon::Decision plan_of(const Job& j) {
+  carbon::Decision d;
+  d.job_id = j.id();
+  d.feasible = true;
+  d.region = j.placement->region;
+  for (size_t w = 0; w < j.placement->windows.size(); ++w) {
+    const auto [a, b] = j.placement->windows[w];
+    const WindowPlace at = window_place(j, w);
+    d.windows.push_back({carbon::time_of_ms(a), carbon::time_of_ms(b), at.region, at.nodes});
+  }
+  d.start = d.windows.front().start;
+  d.end = d.windows.back().end;
+  d.expected_grams = j.placement->expected_grams;
+  d.run_now_home_grams = j.placement->run_now_home_grams;
+  d.explanation = j.placement->explanation;
+  return d;
+}
+
+// What a placed job's windows not yet over reserve against its tenant's
+// quota: region -> the most nodes of any of its windows there.
+std::map<std::string, int> reserved_nodes(const Job& j, int64_t now) {
+  std::map<std::string, int> held;
+  if (!holds_reservation(j.state()) || !j.placement) return held;
+  for (size_t w = 0; w < j.placement->windows.size(); ++w) {
+    if (j.placement->windows[w].second <= now) continue;
+    const WindowPlace at = window_place(j, w);
+    held[at.region] = std::max(held[at.region], at.nodes);
+  }
+  return held;
+}
+
 std::string grams_str(double g) {
   char b[48];
   std::snprintf(b, sizeof b, "%.1f g", g);
@@ -152,9 +212,10 @@ std::string describe_placement_settings(const SchedulerOptions& o) {
   char buf[320];
   const bool priced = o.learn_expected_load && p.capacity_price_weight > 0;
   std::snprintf(buf, sizeof buf,
-                "look-ahead %lld h, re-plan every %lld s, capacity price %g (load spread %g, learned at rate %g)%s, "
-                "at most %d windows, prefer earlier within %g",
+                "look-ahead %lld h, re-plan every %lld s (%s, forecast threshold %g), capacity price %g (load spread "
+                "%g, learned at rate %g)%s, at most %d windows, prefer earlier within %g",
                 static_cast<long long>(p.max_lookahead.count()), static_cast<long long>(o.replan_period_ms / 1000),
+                o.replan.incremental ? "incremental" : "full", o.replan.forecast_threshold,
                 priced ? p.capacity_price_weight : 0.0, p.capacity_price_load_spread, o.load_learning_rate,
                 priced ? "" : " off", p.max_windows, p.prefer_earlier_within);
   return buf;
@@ -435,61 +496,74 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
     };
   };
 
-  // 1. What to plan: every PENDING job; when a re-plan is due, also every
-  //    SCHEDULED job whose first window has not opened (its reservation is
-  //    left out of the ledger below, its old plan kept as a fallback).
+  // 1. What to plan: every PENDING job; when a re-plan is due, the SCHEDULED
+  //    jobs whose first window has not opened ("held") whose inputs changed
+  //    since their plan (carbon/replan.h, step 4) -- every held job when
+  //    opt_.replan.incremental is off, or after a restart (no basis). A held
+  //    job placed again has its reservation released from the ledger, its
+  //    old plan kept as a fallback; every other held job keeps its
+  //    reservation and is not passed to placement.
   // Re-plans fall on multiples of the period since the epoch (every 6 h:
   // 00:00, 06:00, ... UTC), as carbon::simulate's replan_every does.
   auto period_of = [&](int64_t t) { return t / opt_.replan_period_ms - (t % opt_.replan_period_ms < 0); };
   const bool replan = opt_.replan_period_ms > 0 &&
                       (last_replan_ms_ == INT64_MIN || period_of(now) > period_of(last_replan_ms_));
   if (replan) last_replan_ms_ = now;
-  std::vector<Job*> todo;
-  std::set<std::string> released;
+  // Held plans also matter outside re-plans when a higher-priority job may
+  // release those in its way (step 6: incremental re-planning only).
+  const bool arrivals_release = opt_.replan_period_ms > 0 && opt_.replan.incremental;
+  std::vector<Job*> pending_jobs, held_jobs;
   for (Job& j : jobs) {
-    if (j.state() == JobState::kPending) todo.push_back(&j);
-    else if (replan && j.state() == JobState::kScheduled && j.placement && j.placement->start_ms > now) {
-      todo.push_back(&j);
-      released.insert(j.id());
-    }
+    if (j.state() == JobState::kPending) pending_jobs.push_back(&j);
+    else if ((replan || arrivals_release) && j.state() == JobState::kScheduled && j.placement &&
+             j.placement->start_ms > now)
+      held_jobs.push_back(&j);
+  }
+  // The bases of plans no longer held are forgotten (every SCHEDULED job
+  // is among `jobs`).
+  if (!basis_.empty()) {
+    std::set<std::string> scheduled;
+    for (const Job& j : jobs)
+      if (j.state() == JobState::kScheduled) scheduled.insert(j.id());
+    for (auto it = basis_.begin(); it != basis_.end();) it = scheduled.count(it->first) ? std::next(it) : basis_.erase(it);
   }
 
-  // 2. The ledger: reservations in the store (minus the released ones), and
-  //    every active gang holds its nodes this hour even past its windows.
+  // 2. The ledger: reservations in the store, and every active gang holds
+  //    its nodes this hour even past its windows. The held jobs'
+  //    reservations are noted: a re-plan that places one again releases it.
   std::map<std::string, const RegionSnapshot*> snap;
   for (const auto& r : regions) snap[r.name] = &r;
   carbon::CapacityLedger ledger;
+  std::set<std::string> held_ids;
+  for (const Job* j : held_jobs) held_ids.insert(j->id());
+  std::unordered_map<std::string, std::vector<Reservation>> held_reservations;
   std::map<std::string, std::string> holding_now;  // job id -> region, reserved this hour
   for (const Reservation& v : registry_.reservations()) {
-    if (released.count(v.job_id) || !snap.count(v.region) || v.end_ms <= hour) continue;
+    if (!snap.count(v.region) || v.end_ms <= hour) continue;
     ledger.reserve(v.region, carbon::time_of_ms(std::max(v.start_ms, hour)), carbon::time_of_ms(v.end_ms), v.nodes);
+    if (held_ids.count(v.job_id)) held_reservations[v.job_id].push_back(v);
     if (v.start_ms < hour + kHourMs) holding_now[v.job_id] = v.region;
   }
   for (const Job& j : jobs)
     if (is_active(j.state()) && j.placement && snap.count(gang_region(j)) && !holding_now.count(j.id()))
       ledger.reserve(gang_region(j), carbon::time_of_ms(hour), carbon::time_of_ms(hour + kHourMs), gang_nodes(j));
+  std::set<std::string> released;
+  auto release = [&](const std::string& id) {
+    released.insert(id);
+    for (const Reservation& v : held_reservations[id])
+      ledger.reserve(v.region, carbon::time_of_ms(std::max(v.start_ms, hour)), carbon::time_of_ms(v.end_ms), -v.nodes);
+  };
 
-  // Quotas: what each tenant holds or has reserved before this pass. Jobs
-  // admitted to the pass below add theirs as they go (highest priority
-  // first), in every region they may be placed in: a pass never places a
-  // tenant past its quota.
-  QuotaLedger quota = quota_usage(jobs, released);
-  if (metrics_)
-    for (const auto& row : quota.rows())
-      metrics_->set_tenant_quota(row.tenant, row.region, row.quota_nodes, row.quota_gpus, row.used_nodes,
-                                 row.used_gpus);
-  std::vector<Waiting> waiting;
-  std::map<std::string, int> quota_waiting;
-  for (const auto& [t, _] : opt_.quotas.tenants) quota_waiting[t] = 0;
-
-  if (!todo.empty()) {
-    // 3. carbon/'s regions: those with an intensity now. A node is one
-    //    resource; its power is each job's own estimate (as utilization of
-    //    the largest estimate in the pass), embodied grams the region's
-    //    hardware profile per server = node.
-    double p_ref = 1;
-    for (const Job* j : todo) p_ref = std::max(p_ref, j->spec().power_watts);
-    std::vector<carbon::Region> cregions;
+  // 3. carbon/'s regions: those with an intensity now. A node is one
+  //    resource; its power is each job's own estimate (as utilization of
+  //    the largest estimate among the jobs to plan and the held ones, so
+  //    that a re-plan sees the same regions whichever it places), embodied
+  //    grams the region's hardware profile per server = node.
+  double p_ref = 1;
+  for (const auto* list : {&pending_jobs, &held_jobs})
+    for (const Job* j : *list) p_ref = std::max(p_ref, j->spec().power_watts);
+  std::vector<carbon::Region> cregions;
+  if (!pending_jobs.empty() || !held_jobs.empty()) {
     for (const auto& s : regions) {
       if (!std::isfinite(s.intensity_now) || s.forecast.empty()) continue;
       carbon::Region r;
@@ -524,17 +598,78 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
                                            std::move(values));
       cregions.push_back(std::move(r));
     }
-    std::set<std::string> usable;
-    for (const auto& r : cregions) usable.insert(r.name);
+  }
+  std::set<std::string> usable;
+  for (const auto& r : cregions) usable.insert(r.name);
+  carbon::PlacementOptions popt = opt_.placement;
+  popt.expected_load_by_hour_of_week.clear();
+  if (opt_.learn_expected_load && popt.policy == carbon::Policy::kSpatioTemporal)
+    popt.expected_load_by_hour_of_week = expected_load_.by_hour_of_week();
 
-    // 4. carbon/'s jobs. Ties in earliest-deadline order go to the older
+  // 4. Which held jobs are placed again (carbon::select_replans: a forecast
+  //    revised, capacity freed or lost, no basis; or all of them). The
+  //    others stay as they are ("untouched"); a higher-priority job left
+  //    without a plan may still release those in its way (step 6), in any
+  //    cycle. carbon/'s view of a held job is built when first needed.
+  std::vector<carbon::Job> held_cjobs(held_jobs.size());
+  std::vector<carbon::Decision> held_plans(held_jobs.size());
+  std::vector<char> converted(held_jobs.size(), 0);
+  auto held_plan = [&](size_t k) {
+    if (!converted[k]) {
+      held_cjobs[k] = carbon_job(*held_jobs[k], tnow, nullptr);
+      held_plans[k] = plan_of(*held_jobs[k]);
+      converted[k] = 1;
+    }
+    auto b = basis_.find(held_jobs[k]->id());
+    return carbon::HeldPlan{&held_cjobs[k], &held_plans[k], b == basis_.end() ? nullptr : b->second.get(),
+                            held_jobs[k]->spec().priority};
+  };
+  std::vector<size_t> untouched;   // indices into held_jobs
+  if (replan && !held_jobs.empty()) {
+    std::vector<carbon::HeldPlan> held;
+    for (size_t k = 0; k < held_jobs.size(); ++k) held.push_back(held_plan(k));
+    const auto why = carbon::select_replans(held, cregions, ledger, tnow, popt, opt_.replan);
+    for (size_t k = 0; k < held_jobs.size(); ++k) {
+      rep.replan[held_jobs[k]->id()] = why[k];
+      if (why[k] != carbon::ReplanReason::kUnchanged) release(held_jobs[k]->id());
+      else untouched.push_back(k);
+    }
+  } else {
+    for (size_t k = 0; k < held_jobs.size(); ++k) untouched.push_back(k);
+  }
+  if (!arrivals_release) untouched.clear();
+
+  // Quotas: what each tenant holds or has reserved before this pass. Jobs
+  // admitted to the pass below add theirs as they go (highest priority
+  // first), in every region they may be placed in: a pass never places a
+  // tenant past its quota.
+  QuotaLedger quota = quota_usage(jobs, released);
+  if (metrics_)
+    for (const auto& row : quota.rows())
+      metrics_->set_tenant_quota(row.tenant, row.region, row.quota_nodes, row.quota_gpus, row.used_nodes,
+                                 row.used_gpus);
+  std::vector<Waiting> waiting;
+  std::map<std::string, int> quota_waiting;
+  for (const auto& [t, _] : opt_.quotas.tenants) quota_waiting[t] = 0;
+
+  std::vector<Job*> todo;
+  for (Job& j : jobs)
+    if (j.state() == JobState::kPending || released.count(j.id())) todo.push_back(&j);
+  // Decisions the plans' basis must not count (a job without a deadline
+  // whose plan starts later waits instead: its reservation is not stored).
+  std::vector<std::pair<const carbon::Decision*, int>> not_stored;   // (decision, its width)
+  std::vector<const Job*> now_planned;   // SCHEDULED by this pass (placed or kept)
+
+  if (!todo.empty()) {
+    // 5. carbon/'s jobs. Ties in earliest-deadline order go to the older
     //    job: the id carbon/ sees is the submission sequence number.
     std::vector<carbon::Job> cjobs;
     std::vector<std::optional<carbon::Decision>> previous;
     std::vector<Job*> placed_jobs;
     std::vector<bool> has_deadline;
-    for (Job* jp : todo) {
-      Job& j = *jp;
+    // Admits one job to the pass (false: it waits, is rejected, or has no
+    // region now).
+    auto admit_to_pass = [&](Job& j) {
       const JobSpec& s = j.spec();
       std::vector<std::string> ever, now_ok;
       std::string why_not;
@@ -564,11 +699,11 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
           job.failure_reason = msg;
           return job.transition(JobState::kFailed, "Unplaceable", msg, now);
         };
-        continue;
+        return false;
       }
       if (now_ok.empty()) {
         if (j.state() == JobState::kPending) defer(j, rec, "waiting for intensity data" + why_not);
-        continue;
+        return false;
       }
       // Quota: only the regions where the tenant has room for the job's
       // narrowest width; an elastic job grows no wider than that room.
@@ -592,19 +727,12 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
           waiting.push_back({&j, now_ok, need, true});
           defer(j, rec, "QuotaExceeded: " + over.substr(2));
         }
-        continue;
+        return false;
       }
       for (const auto& name : in_quota) quota.add(j.tenant(), name, s.elastic() ? widest : s.nodes);
-      now_ok = in_quota;
-      carbon::Job c;
-      c.id = j.id();
-      c.seq = j.seq;  // ties in a pass: submission order
-      c.gpus = s.nodes;
-      c.duration = carbon::Seconds{std::max<int64_t>(1, std::llround(s.duration_s))};
-      c.submit = carbon::time_of_ms(j.created_ms());
-      c.home_region = s.home_region;
-      c.allowed_regions = now_ok;
-      c.interruptible = s.interruptible;
+      bool deadline = true;
+      carbon::Job c = carbon_job(j, tnow, &deadline);
+      c.allowed_regions = in_quota;
       c.utilization = s.power_watts / p_ref;
       if (s.elastic()) {
         c.min_gpus = s.min_width();
@@ -613,69 +741,92 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         c.checkpoint_gb = s.checkpoint_gb;
         c.scaling = scaling_curve(j, registry_.store());
       }
-      bool deadline = true;
-      if (s.deadline_ms > 0) c.deadline = carbon::time_of_ms(s.deadline_ms);
-      else if (s.max_delay_s >= 0) c.deadline = carbon::deadline_from_max_delay(c, carbon::Seconds{s.max_delay_s});
-      else {
-        c.deadline = tnow + c.duration;  // no time slack: the cleanest region now
-        deadline = false;
-      }
       std::optional<carbon::Decision> prev;
-      if (j.state() == JobState::kScheduled && j.placement) {
-        carbon::Decision d;
-        d.feasible = true;
-        d.region = j.placement->region;
-        for (size_t w = 0; w < j.placement->windows.size(); ++w) {
-          const auto [a, b] = j.placement->windows[w];
-          const WindowPlace at = window_place(j, w);
-          d.windows.push_back({carbon::time_of_ms(a), carbon::time_of_ms(b), at.region, at.nodes});
-        }
-        d.start = d.windows.front().start;
-        d.end = d.windows.back().end;
-        d.expected_grams = j.placement->expected_grams;
-        d.run_now_home_grams = j.placement->run_now_home_grams;
-        d.explanation = j.placement->explanation;
-        prev = std::move(d);
-      }
+      if (j.state() == JobState::kScheduled && j.placement) prev = plan_of(j);
       cjobs.push_back(std::move(c));
       previous.push_back(std::move(prev));
-      placed_jobs.push_back(jp);
+      placed_jobs.push_back(&j);
       has_deadline.push_back(deadline);
-    }
+      return true;
+    };
+    for (Job* jp : todo) admit_to_pass(*jp);
 
-    // 5. One pass per priority, highest first, over the same ledger:
+    // 6. One pass per priority, highest first, over the same ledger:
     //    placement, kept plans, fallback (carbon/scheduling_pass.h); within
-    //    a priority, earliest deadline first.
-    carbon::PlacementOptions popt = opt_.placement;
-    popt.expected_load_by_hour_of_week.clear();
-    if (opt_.learn_expected_load && popt.policy == carbon::Policy::kSpatioTemporal)
-      popt.expected_load_by_hour_of_week = expected_load_.by_hour_of_week();
+    //    a priority, earliest deadline first. A PENDING job this pass leaves
+    //    unplaced, or placed only by the fallback, while held plans of lower
+    //    priority that a re-plan left untouched reserve capacity in its way
+    //    (carbon::in_the_way): those are released and join their own
+    //    priority's pass, and this priority's pass runs again on the ledger
+    //    as it was before it.
     std::vector<carbon::PassResult> results(cjobs.size());
     std::map<int, std::vector<size_t>, std::greater<int>> tiers;
     for (size_t i = 0; i < placed_jobs.size(); ++i) tiers[placed_jobs[i]->spec().priority].push_back(i);
     for (const auto& [prio, idx] : tiers) {
-      std::vector<carbon::Job> tj;
-      std::vector<std::optional<carbon::Decision>> tp;
-      for (size_t i : idx) {
-        tj.push_back(cjobs[i]);
-        tp.push_back(previous[i]);
+      auto run_pass = [&, &idx = idx] {
+        std::vector<carbon::Job> tj;
+        std::vector<std::optional<carbon::Decision>> tp;
+        for (size_t i : idx) {
+          tj.push_back(cjobs[i]);
+          tp.push_back(previous[i]);
+        }
+        try {
+          return carbon::schedule_pass(tj, tp, cregions, ledger, tnow, popt, carbon::fallback_policy(popt.policy));
+        } catch (const carbon::CarbonError& e) {
+          std::fprintf(stderr, "greenshard-controller: cycle %lld: placement failed: %s\n",
+                       static_cast<long long>(cyc), e.what());
+          return std::vector<carbon::PassResult>(idx.size());
+        }
+      };
+      bool below = false;   // untouched held plans of lower priority
+      for (size_t k : untouched) below = below || held_jobs[k]->spec().priority < prio;
+      std::optional<carbon::CapacityLedger> before;
+      if (below) before = ledger;
+      auto r = run_pass();
+      if (below) {
+        std::vector<carbon::Unserved> unserved;
+        for (size_t k = 0; k < idx.size(); ++k)
+          if (placed_jobs[idx[k]]->state() == JobState::kPending &&
+              (r[k].outcome == carbon::PassOutcome::kUnplaced || r[k].outcome == carbon::PassOutcome::kFallback))
+            unserved.push_back({&cjobs[idx[k]], prio});
+        std::vector<Job*> in_way;
+        if (!unserved.empty()) {
+          std::vector<carbon::HeldPlan> candidates;
+          std::vector<size_t> which;
+          for (size_t k : untouched)
+            if (!released.count(held_jobs[k]->id())) {
+              candidates.push_back(held_plan(k));
+              which.push_back(k);
+            }
+          const auto way = carbon::in_the_way(unserved, candidates, cregions, tnow, popt);
+          for (size_t c = 0; c < way.size(); ++c)
+            if (way[c]) in_way.push_back(held_jobs[which[c]]);
+        }
+        if (!in_way.empty()) {
+          ledger = std::move(*before);
+          for (Job* v : in_way) {
+            release(v->id());
+            rep.replan[v->id()] = carbon::ReplanReason::kHigherPriority;
+            for (const auto& [region, nodes] : reserved_nodes(*v, now)) quota.release(v->tenant(), region, nodes);
+            if (admit_to_pass(*v)) {
+              tiers[v->spec().priority].push_back(cjobs.size() - 1);
+              results.resize(cjobs.size());
+            }
+          }
+          r = run_pass();
+        }
       }
-      try {
-        auto r = carbon::schedule_pass(tj, tp, cregions, ledger, tnow, popt, carbon::fallback_policy(popt.policy));
-        for (size_t k = 0; k < idx.size(); ++k) results[idx[k]] = std::move(r[k]);
-      } catch (const carbon::CarbonError& e) {
-        std::fprintf(stderr, "greenshard-controller: cycle %lld: placement failed: %s\n",
-                     static_cast<long long>(cyc), e.what());
-      }
+      for (size_t k = 0; k < idx.size(); ++k) results[idx[k]] = std::move(r[k]);
     }
 
-    // 6. Decisions: SCHEDULED with their windows (reservations), or waiting.
+    // 7. Decisions: SCHEDULED with their windows (reservations), or waiting.
     //    A job without a deadline runs now or waits in line (PENDING): it
     //    holds no capacity in the future, it takes the first that frees up.
     for (size_t i = 0; i < placed_jobs.size(); ++i) {
       Job& j = *placed_jobs[i];
       carbon::PassResult r = results[i];
       if (!has_deadline[i] && r.outcome != carbon::PassOutcome::kUnplaced && r.decision.start > tnow) {
+        not_stored.push_back({&results[i].decision, cjobs[i].gpus});
         r.decision.reason = "no room now in any allowed region";
         r.outcome = carbon::PassOutcome::kUnplaced;
       }
@@ -698,6 +849,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         }
         continue;
       }
+      now_planned.push_back(&j);
       if (r.outcome == carbon::PassOutcome::kKeptPrevious) continue;  // re-planned, unchanged
       const carbon::Decision& d = r.decision;
       PlacementView pv;
@@ -728,6 +880,8 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
       rep.placed++;
       rec.outcome = was_scheduled ? DecisionOutcome::kReplanned : DecisionOutcome::kAdmitted;
       rec.policy = pv.policy;
+      if (auto w = rep.replan.find(j.id()); was_scheduled && w != rep.replan.end())
+        rec.explanation = std::string("re-planned (") + carbon::replan_reason_name(w->second) + "): " + rec.explanation;
       decisions.push_back(rec);
       if (metrics_) metrics_->decision(pv.policy, rec.outcome);
       changes[j.id()] = [now, pv, was_scheduled](Job& job) {
@@ -737,8 +891,17 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
         return job.transition(JobState::kScheduled, "Placed", pv.explanation, now);
       };
     }
+    // What every plan of this pass was made against (carbon::PlanBasis),
+    // kept in memory for the next re-plans: the regions' forecasts and the
+    // free capacity once the plans stored are reserved.
+    if (opt_.replan_period_ms > 0 && opt_.replan.incremental && !now_planned.empty()) {
+      carbon::CapacityLedger stored = ledger;
+      for (const auto& [d, gpus] : not_stored) stored.reserve(d->region, d->windows, -gpus);
+      auto b = std::make_shared<const carbon::PlanBasis>(carbon::plan_basis(cregions, stored, tnow, popt));
+      for (const Job* j : now_planned) basis_[j->id()] = b;
+    }
   }
-  // 7. Preemption for the jobs that wait (before `jobs` is refreshed: the
+  // 8. Preemption for the jobs that wait (before `jobs` is refreshed: the
   //    waiting list points into it), against the capacity free this hour.
   std::map<std::string, int> free_now;
   for (const auto& r : regions) free_now[r.name] = r.capacity_nodes - ledger.used(r.name, carbon::time_of_ms(hour));
@@ -747,7 +910,7 @@ void Scheduler::place(std::vector<Job>& jobs, std::vector<RegionSnapshot>& regio
     for (const auto& [t, n] : quota_waiting) metrics_->set_quota_waiting(t, n);
   apply_and_refresh(registry_, changes, decisions, jobs);
 
-  // 8. This hour's realized load (what capacity pricing learns from).
+  // 9. This hour's realized load (what capacity pricing learns from).
   LoadSample x{hour, 0, 0};
   for (const auto& r : regions) {
     x.capacity_nodes += r.capacity_nodes;
@@ -765,13 +928,8 @@ QuotaLedger Scheduler::quota_usage(const std::vector<Job>& jobs, const std::set<
   const int64_t now = clock_.now_ms();
   for (const Job& j : jobs) {
     std::map<std::string, int> held;  // region -> nodes
-    if (is_active(j.state()) && j.placement) held[gang_region(j)] = gang_nodes(j);
-    if (holds_reservation(j.state()) && j.placement && !released.count(j.id()))
-      for (size_t w = 0; w < j.placement->windows.size(); ++w) {
-        if (j.placement->windows[w].second <= now) continue;
-        const WindowPlace at = window_place(j, w);
-        held[at.region] = std::max(held[at.region], at.nodes);
-      }
+    if (!released.count(j.id())) held = reserved_nodes(j, now);
+    if (is_active(j.state()) && j.placement) held[gang_region(j)] = std::max(held[gang_region(j)], gang_nodes(j));
     for (const auto& [region, nodes] : held) q.add(j.tenant(), region, nodes);
   }
   return q;

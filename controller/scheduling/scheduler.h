@@ -15,9 +15,15 @@
 //             restart;
 //   order     pending jobs by priority (desc) then age (Registry::live_jobs);
 //   place     every PENDING job within its tenant's quota (controller/config/quota.h;
-//             a job over it waits with "QuotaExceeded") -- and, every replan_period, every
-//             SCHEDULED job whose first window has not opened, its
-//             reservation released first -- in ONE carbon::schedule_pass
+//             a job over it waits with "QuotaExceeded") -- and, every replan_period, the
+//             SCHEDULED jobs whose first window has not opened and whose
+//             inputs changed since their plan (carbon/replan.h: a forecast
+//             revised beyond SchedulerOptions::replan.forecast_threshold
+//             -- down over the job's span in one of its regions, or up
+//             where its plan runs --, capacity freed there, capacity lost
+//             where its plan runs), their reservations released first;
+//             the others keep their reservation untouched -- in ONE
+//             carbon::schedule_pass
 //             (carbon/scheduling_pass.h: place_all, earliest deadline
 //             first, then the fallback policy) over a CapacityLedger of each
 //             region's capacity minus running gangs minus the reservations
@@ -53,6 +59,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -60,6 +67,7 @@
 
 #include <carbon/expected_load.h>
 #include <carbon/placement.h>
+#include <carbon/replan.h>
 #include <carbon/time_ms.h>
 
 #include "controller/core/clock.h"
@@ -84,9 +92,24 @@ struct SchedulerOptions {
   // look-ahead (also the forecast horizon), windows, near-tie and capacity
   // price weight. expected_load_by_hour_of_week is ignored: it is learned.
   carbon::PlacementOptions placement = default_placement();
-  // Jobs placed but not started are planned again this often (their
-  // reservations released first); 0 = decisions are final.
+  // Jobs placed but not started are re-planned this often (on multiples of
+  // the period since the epoch); 0 = decisions are final.
   int64_t replan_period_ms = carbon::kHourMs;
+  // Which of them a re-plan places again (carbon/replan.h): by default only
+  // those whose inputs changed since their plan -- a forecast revised by
+  // more than forecast_threshold (5 %): down over the job's span in one of
+  // its regions, or up where its plan runs; capacity freed in one of its
+  // regions within its span; capacity lost where its plan runs (its region
+  // gone, an hour it reserves over-committed, or with capacity pricing less
+  // free capacity there: jobs placed since). Every other one keeps its plan and
+  // reservation untouched and is not passed to placement. In any cycle, a
+  // PENDING job of higher priority that its pass leaves unplaced or on its
+  // fallback also releases the held plans of lower priority in its way
+  // (carbon::in_the_way). The forecasts and free capacity each plan was made against
+  // are kept in memory only: after a controller restart the first re-plan
+  // places every such job again (a full re-plan). incremental = false: every
+  // re-plan is a full one (--full-replan).
+  carbon::ReplanOptions replan;
   // Capacity pricing from the store's load history (spatio-temporal only).
   bool learn_expected_load = true;
   double load_learning_rate = 0.3;
@@ -102,8 +125,9 @@ struct SchedulerOptions {
 
 // The placement settings of `o` in one line, as the controller logs them
 // at start and greenshard-sim prints them ("look-ahead 48 h, re-plan every
-// 3600 s, capacity price 0.9 (load spread 0.2, learned at rate 0.3), at
-// most 6 windows, prefer earlier within 0.05"); the policy is not in it.
+// 3600 s (incremental, forecast threshold 0.05), capacity price 0.9 (load
+// spread 0.2, learned at rate 0.3), at most 6 windows, prefer earlier
+// within 0.05"); the policy is not in it.
 std::string describe_placement_settings(const SchedulerOptions& o);
 
 struct CycleReport {
@@ -111,6 +135,9 @@ struct CycleReport {
   std::vector<std::pair<std::string, double>> phase_seconds;
   int placed = 0, deferred = 0, rejected = 0, started = 0, finished = 0, recovering = 0,
       suspended = 0, requeued = 0, preempting = 0, preempted = 0, quota_waiting = 0;
+  // A re-plan: every held plan it looked at (SCHEDULED, first window not
+  // open) and why it was placed again; kUnchanged: left untouched.
+  std::map<std::string, carbon::ReplanReason> replan;
 };
 
 class Scheduler {
@@ -176,6 +203,9 @@ class Scheduler {
   int64_t load_hour_ms_ = INT64_MIN;   // the hour of load_now_
   LoadSample load_now_;                // this hour's load as last recorded
   int64_t last_replan_ms_ = INT64_MIN;
+  // What each SCHEDULED job's plan was made against (carbon::PlanBasis),
+  // shared by the plans of one pass; in memory only (a restart forgets it).
+  std::map<std::string, std::shared_ptr<const carbon::PlanBasis>> basis_;
   std::atomic<int64_t> cycle_no_{0};
   std::mutex cycle_mu_;  // one cycle at a time
 

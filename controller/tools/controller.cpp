@@ -136,6 +136,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 168))->envname("GREENSHARD_LOOKAHEAD_HOURS");
   app.add_option("--replan-seconds", replan_s, "re-plan jobs not started yet this often (0 = never)")
       ->check(CLI::Range(0, 7 * 24 * 3600))->envname("GREENSHARD_REPLAN_SECONDS");
+  double replan_threshold = scheduler_defaults.replan.forecast_threshold;
+  bool full_replan = !scheduler_defaults.replan.incremental;
+  app.add_option("--replan-forecast-threshold", replan_threshold,
+                 "a re-plan places a not-started job again when a forecast was revised by more than this "
+                 "fraction (0.05 = 5 %): down in one of its regions within its span, or up where its plan runs")
+      ->check(CLI::Range(0.0, 100.0))->envname("GREENSHARD_REPLAN_FORECAST_THRESHOLD");
+  app.add_flag("--full-replan", full_replan,
+               "every re-plan places every job not started yet again (default: only those whose inputs changed)")
+      ->envname("GREENSHARD_FULL_REPLAN");
   app.add_option("--threads", threads, "HTTP worker threads (requests that are complete; http_edge.h)")
       ->check(CLI::Range(1, 1024));
   // The HTTP edge (controller/api/http_edge.h): connections, deadlines, queues.
@@ -284,6 +293,8 @@ int main(int argc, char** argv) {
                                                       : carbon::Policy::kSpatioTemporal;
     so.placement.max_lookahead = carbon::Hours{lookahead_h};
     so.replan_period_ms = int64_t(replan_s) * 1000;
+    so.replan.incremental = !full_replan;
+    so.replan.forecast_threshold = replan_threshold;
     so.quotas = std::move(quotas);
     Scheduler sched(registry, clock, regions, executors, &metrics, so);
     metrics.on_render([&] {

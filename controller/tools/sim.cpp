@@ -52,7 +52,8 @@ namespace {
                "         [--trace FILE | --seed N --jobs-per-workday X --from DATE --to DATE]\n"
                "         [--write-trace FILE] [--forecast perfect|persistence|seasonal24|seasonal168|blend[+noiseP]]\n"
                "         [--policies fifo,temporal,spatial,spatio-temporal,oracle] [--max-windows N]\n"
-               "         [--lookahead-h N] [--prefer-earlier F] [--capacity-price W] [--replan-every-h N] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n"
+               "         [--lookahead-h N] [--prefer-earlier F] [--capacity-price W] [--replan-every-h N]\n"
+               "         [--replan incremental|full] [--replan-threshold F] [--csv FILE] [--jobs-csv FILE] [--svg FILE] [--week DATE]\n"
                "         [--engine library|service|both] [--store FILE]\n",
                msg.c_str());
   std::exit(2);
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
     else usage("missing value for " + a);
     static const char* known[] = {"--data", "--regions", "--capacity", "--pue", "--hardware", "--trace", "--seed",
                                   "--jobs-per-workday", "--from", "--to", "--write-trace", "--forecast", "--policies",
-                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--capacity-price", "--replan-every-h", "--csv", "--jobs-csv", "--svg", "--week",
+                                  "--max-windows", "--lookahead-h", "--prefer-earlier", "--capacity-price", "--replan-every-h", "--replan", "--replan-threshold", "--csv", "--jobs-csv", "--svg", "--week",
                                   "--engine", "--store"};
     bool ok = false;
     for (auto k : known) ok = ok || a == k;
@@ -135,6 +136,13 @@ int main(int argc, char** argv) {
     auto num = [&](const char* flag, double def, double min) { return flags.count(flag) ? number(flag, flags[flag], min) : def; };
     pl.max_windows = static_cast<int>(num("--max-windows", pl.max_windows, 1));
     pl.prefer_earlier_within = num("--prefer-earlier", pl.prefer_earlier_within, 0);
+    // Re-plans place again only the jobs whose inputs changed (carbon/replan.h), or all of them.
+    const std::string replan_mode = get("--replan", so_eff.replan.incremental ? "incremental" : "full");
+    if (replan_mode != "incremental" && replan_mode != "full")
+      usage("--replan: expected incremental or full, got '" + replan_mode + "'");
+    so_eff.replan.incremental = replan_mode == "incremental";
+    so_eff.replan.forecast_threshold = num("--replan-threshold", so_eff.replan.forecast_threshold, 0);
+    cfg.replan = so_eff.replan;
     // Capacity pricing of the spatio-temporal policy (0 = off).
     pl.capacity_price_weight = num("--capacity-price", pl.capacity_price_weight, 0);
     pl.max_lookahead = carbon::Hours{static_cast<long>(num("--lookahead-h", double(pl.max_lookahead.count()), 24))};
@@ -208,6 +216,15 @@ int main(int argc, char** argv) {
     }
     std::printf("%s\n", carbon::format_results_table(results).c_str());
     std::printf("%s", carbon::format_region_load_table(results, all.ids()).c_str());
+    if (cfg.replan_every.count() > 0) {
+      std::printf("\n# re-plans every %ld h (%s, forecast threshold %.2f): held plans placed again / left untouched:",
+                  static_cast<long>(cfg.replan_every.count()), cfg.replan.incremental ? "incremental" : "full",
+                  cfg.replan.forecast_threshold);
+      for (const auto& r : results)
+        if (r.engine == "library" && r.policy != carbon::SimPolicy::kOracle)
+          std::printf(" %s %ld / %ld;", carbon::sim_policy_name(r.policy), r.replan_placed, r.replan_untouched);
+      std::printf("\n");
+    }
     if (flags.count("--csv")) write(flags["--csv"], carbon::results_csv(results));
     if (flags.count("--jobs-csv")) {
       std::string s = "policy,job,region,start,end,windows,grams,expected_grams,delay_h,deadline_missed,fallback\n";

@@ -89,6 +89,7 @@ std::vector<carbon::JobOutcome> replay_through_scheduler(const std::vector<carbo
   so.placement = config.placement;
   so.placement.policy = options.policy;
   so.replan_period_ms = options.replan_period_ms;
+  so.replan = config.replan;   // the library's re-plan rules (carbon/replan.h)
   so.learn_expected_load = config.learn_expected_load;
   so.load_learning_rate = config.load_learning_rate;
   so.max_pending_per_cycle = 100000;

@@ -79,10 +79,11 @@ def main():
         if "look-ahead" not in ctl[0] or "re-plan every" not in ctl[0]:
             fail(f"the settings line names no look-ahead or re-planning period: {ctl[0]}")
         # The comparison sees a difference: one flag on either side.
-        changed = sim_settings(sim, ["--lookahead-h", "72", "--replan-every-h", "2"])
+        changed = sim_settings(sim, ["--lookahead-h", "72", "--replan-every-h", "2", "--replan", "full"])
         if changed[0] == ctl[0]:
-            fail("--lookahead-h 72 --replan-every-h 2 left greenshard-sim's settings line unchanged")
-        ctl_changed = controller_settings(controller, d, ["--lookahead-hours", "72", "--replan-seconds", "7200"])
+            fail("--lookahead-h 72 --replan-every-h 2 --replan full left greenshard-sim's settings line unchanged")
+        ctl_changed = controller_settings(controller, d, ["--lookahead-hours", "72", "--replan-seconds", "7200",
+                                                          "--full-replan"])
         if ctl_changed != changed:
             fail(f"the same settings print differently: controller {ctl_changed}, greenshard-sim {changed}")
     print("sim_defaults_test: ok:", ctl)

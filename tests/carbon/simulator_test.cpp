@@ -93,8 +93,11 @@ TEST(Simulator, CapacityIsNeverExceeded) {
   auto w = world(64, 8);
   auto replanning = w.cfg;
   replanning.replan_every = Hours{6};
+  replanning.forecaster = make_forecaster("blend");   // revisions: some plans are placed again
+  auto full = replanning;
+  full.replan.incremental = false;
   for (auto [p, cfg] : {std::pair{SimPolicy::kFifo, &w.cfg}, std::pair{SimPolicy::kSpatioTemporal, &w.cfg},
-                        std::pair{SimPolicy::kSpatioTemporal, &replanning}}) {
+                        std::pair{SimPolicy::kSpatioTemporal, &replanning}, std::pair{SimPolicy::kSpatioTemporal, &full}}) {
     auto r = simulate(w.trace, *cfg, p);
     std::map<std::pair<std::string, std::int64_t>, int> use;
     for (size_t i = 0; i < w.trace.size(); ++i)
@@ -116,13 +119,68 @@ TEST(Simulator, ReplanningKeepsEveryJobWithinItsDeadlineWhenCapacityIsAmple) {
   w.cfg.placement.prefer_earlier_within = 0;   // strictly cheapest: the optimum cannot move
   auto fixed = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
   w.cfg.replan_every = Hours{12};
+  w.cfg.replan.incremental = false;   // every not-started job placed again
   auto replanned = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_GT(replanned.replan_placed, 0);
   EXPECT_EQ(replanned.deadline_misses, 0);
   // With a perfect forecast, ample capacity and no near-tie rule nothing
   // better appears later: re-planning lands on (nearly) the same total; only
   // the window-merging heuristic of interruptible jobs may differ slightly.
   EXPECT_NEAR(replanned.total_grams, fixed.total_grams, 1e-3 * fixed.total_grams);
   EXPECT_EQ(replanned.jobs, fixed.jobs);
+}
+
+// Incremental re-planning (replan.h): with a perfect forecast and no
+// capacity pricing no input of a plan changes (nothing ends early in the
+// simulator), so no plan is placed again and the run is the run without
+// re-planning; a full re-plan places every not-started job again.
+TEST(Simulator, WithAPerfectForecastAnIncrementalReplanPlacesNothingAgain) {
+  auto w = world(64, 8);
+  w.cfg.learn_expected_load = false;
+  auto never = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  w.cfg.replan_every = Hours{6};
+  auto incremental = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_EQ(incremental.replan_placed, 0);
+  EXPECT_GT(incremental.replan_untouched, 0);
+  ASSERT_EQ(incremental.outcomes.size(), never.outcomes.size());
+  for (size_t i = 0; i < never.outcomes.size(); ++i) {
+    EXPECT_EQ(incremental.outcomes[i].region, never.outcomes[i].region) << i;
+    ASSERT_EQ(incremental.outcomes[i].windows.size(), never.outcomes[i].windows.size()) << i;
+    for (size_t k = 0; k < never.outcomes[i].windows.size(); ++k)
+      EXPECT_EQ(incremental.outcomes[i].windows[k].start, never.outcomes[i].windows[k].start) << i;
+  }
+  w.cfg.replan.incremental = false;
+  auto full = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_EQ(full.replan_untouched, 0);
+  EXPECT_GT(full.replan_placed, 0);
+}
+
+// With capacity pricing the jobs placed since in a held plan's hours raise
+// their price: those plans are placed again (kCapacityLost), not the others.
+TEST(Simulator, WithCapacityPricingThePlansWhoseHoursFilledUpArePlacedAgain) {
+  auto w = world(64, 8);
+  w.cfg.replan_every = Hours{6};
+  auto priced = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_GT(priced.replan_placed, 0);
+  EXPECT_GT(priced.replan_untouched, 0);
+  EXPECT_EQ(priced.deadline_misses, 0);
+}
+
+TEST(Simulator, WithForecastRevisionsAnIncrementalReplanPlacesOnlySomePlansAgain) {
+  auto w = world(128, 8);
+  w.cfg.learn_expected_load = false;   // revisions alone
+  w.cfg.forecaster = make_forecaster("blend");
+  w.cfg.replan_every = Hours{6};
+  auto incremental = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+  EXPECT_GT(incremental.replan_placed, 0);
+  EXPECT_GT(incremental.replan_untouched, 0);
+  EXPECT_EQ(incremental.deadline_misses, 0);
+  // A threshold of 0: every revision counts, more plans are placed again.
+  auto zero = w.cfg;
+  zero.replan.forecast_threshold = 0;
+  auto eager = simulate(w.trace, zero, SimPolicy::kSpatioTemporal);
+  EXPECT_GT(eager.replan_placed, incremental.replan_placed);
+  EXPECT_EQ(eager.deadline_misses, 0);
 }
 
 TEST(Simulator, ReplanningElasticMigratableJobsUnderTightCapacityMissesNoDeadline) {
@@ -137,11 +195,15 @@ TEST(Simulator, ReplanningElasticMigratableJobsUnderTightCapacityMissesNoDeadlin
   auto once = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
   ASSERT_EQ(once.deadline_misses, 0);
   w.cfg.replan_every = Hours{6};
-  auto replanned = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
-  EXPECT_EQ(replanned.deadline_misses, 0);
-  int fallbacks = 0;
-  for (const auto& o : replanned.outcomes) fallbacks += o.fallback ? 1 : 0;
-  EXPECT_EQ(fallbacks, 0);
+  for (bool incremental : {true, false}) {
+    SCOPED_TRACE(incremental ? "incremental" : "full");
+    w.cfg.replan.incremental = incremental;
+    auto replanned = simulate(w.trace, w.cfg, SimPolicy::kSpatioTemporal);
+    EXPECT_EQ(replanned.deadline_misses, 0);
+    int fallbacks = 0;
+    for (const auto& o : replanned.outcomes) fallbacks += o.fallback ? 1 : 0;
+    EXPECT_EQ(fallbacks, 0);
+  }
 }
 
 TEST(Simulator, CapacityPricesAreLearnedFromThePastOnly) {

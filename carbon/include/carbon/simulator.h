@@ -43,6 +43,7 @@
 #include "carbon/intensity.h"
 #include "carbon/job.h"
 #include "carbon/placement.h"
+#include "carbon/replan.h"
 
 #include <map>
 #include <memory>
@@ -67,11 +68,22 @@ struct SimConfig {
   std::map<std::string, IntensitySeries> actual;   // per zone (5/15/30/60-minute); must cover the trace
   std::shared_ptr<const Forecaster> forecaster;    // default: perfect
   PlacementOptions placement;                      // policy is overwritten per run
-  // 0: decisions are final. N > 0: every N hours, jobs placed but not yet
-  // started are re-planned with fresh forecasts (their reservations are
-  // released and all of them are placed again, earliest deadline first; a
-  // job that no longer fits keeps its old plan when that is still free).
+  // 0: decisions are final. N > 0: every N hours (on multiples of N h since
+  // the epoch), jobs placed but not yet started are re-planned with fresh
+  // forecasts: those whose inputs changed since their plan (replan.h:
+  // select_replans -- a forecast revised beyond replan.forecast_threshold
+  // (down over the job's span in one of its regions, or up where its plan
+  // runs), capacity freed in one of its regions within its span, or
+  // capacity lost where its plan runs: with capacity pricing, less free
+  // capacity in an hour it reserves, jobs placed since) have their reservations released and
+  // are placed again with the cycle's new jobs, earliest deadline first (a job
+  // that no longer fits anew keeps its old plan when that is still free);
+  // every other one keeps its plan and reservation untouched. The basis of
+  // each plan (the forecasts and free capacity its pass saw) is kept in
+  // memory. replan.incremental = false: every such job is placed again (a
+  // full re-plan).
   Hours replan_every{0};
+  ReplanOptions replan;
   // Capacity pricing for the spatio-temporal policy: learn
   // PlacementOptions::expected_load_by_hour_of_week from the load the
   // simulation has already realized (hours before the cycle: final), an
@@ -110,6 +122,9 @@ struct PolicyResult {
   int deadline_misses = 0;
   double mean_delay_h = 0, p95_delay_h = 0;
   std::map<std::string, double> gpu_hours_by_region;
+  // Re-planning (SimConfig::replan_every), summed over every re-plan: held
+  // plans placed again, and held plans left untouched (incremental only).
+  long replan_placed = 0, replan_untouched = 0;
   std::vector<JobOutcome> outcomes;   // in trace order
 };
 
