@@ -2,6 +2,7 @@
 //
 //   ./bench_carbon_policies [--capacity GPUS] [--jobs-per-workday X] [--seed N]
 //                           [--pue X] [--cycle-jobs N] [--cycle-reps N] [--only replan]
+//                           [--seeds N[,N...]]
 //
 // 1. Replays a generated year-long trace (2023-01-09 .. 2023-12-16, ML
 //    training jobs of 4-90 h submitted on workdays 09-17 UTC, deadlines
@@ -25,6 +26,9 @@
 //    migration-only and full rows (library engine), the full policy through
 //    the service engine, the LP bound of that problem, and the migration
 //    cost at x0.5 and x2.
+// 5. (--seeds, default 1; issue 36 asks for 1,2,3) Per seed's trace: the
+//    full elastic policy through the service engine with the blend
+//    forecaster, against that trace's elastic LP bound.
 // 1d. Where the rest of the elastic bound goes: the full policy (library
 //    engine) with each week's arrivals known at once (hindsight), with no
 //    change overheads, and with the blend forecaster, next to the bound.
@@ -49,7 +53,8 @@
 //          elastic_vs_bound=.. elastic_only_saved_pct=.. migration_only_saved_pct=..
 //          bound_fixed_saved_pct=.. elastic_library_saved_pct=.. bound_lps_over_budget=..
 //          hindsight_vs_bound=.. no_overhead_vs_bound=.. elastic_blend_library_vs_bound=..
-//          replan_incremental_ms_10k=.. replan_full_ms_10k=..
+//          replan_incremental_ms_10k=.. replan_full_ms_10k=.. bench_s=..
+//          elastic_blend_vs_bound_seedN=.. elastic_blend_misses_seedN=.. (each of --seeds)
 // bound_lps_over_budget counts the LPs the time budget left unsolved (each
 // a row; priced at 0, the bound stays valid and gets looser).
 // With --only replan:
@@ -96,12 +101,13 @@ struct Options {
   int cycle_jobs = 10000;
   int cycle_reps = 5;
   std::string only;   // "replan": section 2a alone
+  std::vector<std::uint64_t> seeds{1};   // section 5: the goal's traces (issue 36: 1,2,3)
 };
 
 [[noreturn]] void usage(const std::string& msg) {
   gsbench::usage_exit("bench_carbon_policies", msg,
                       "[--capacity GPUS] [--jobs-per-workday X] [--seed N] [--pue X] [--cycle-jobs N] [--cycle-reps N] "
-                      "[--only replan]");
+                      "[--only replan] [--seeds N[,N...]]");
 }
 
 Options parse(int argc, char** argv) {
@@ -114,6 +120,19 @@ Options parse(int argc, char** argv) {
     if (a == "--only") {
       if (v != "replan") usage("--only: expected replan, got '" + v + "'");
       o.only = v;
+      continue;
+    }
+    if (a == "--seeds") {
+      o.seeds.clear();
+      std::stringstream ss(v);
+      for (std::string item; std::getline(ss, item, ',');) {
+        char* e = nullptr;
+        const unsigned long long n = std::strtoull(item.c_str(), &e, 10);
+        if (item.empty() || *e != '\0' || item[0] == '-' || n > 1000000)
+          usage("--seeds: expected seeds like 1,2,3, got '" + v + "'");
+        o.seeds.push_back(n);
+      }
+      if (o.seeds.empty()) usage("--seeds: expected seeds like 1,2,3, got '" + v + "'");
       continue;
     }
     char* end = nullptr;
@@ -133,6 +152,21 @@ Options parse(int argc, char** argv) {
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// Wall time per section, printed at the end (where the bench's time goes).
+struct SectionClock {
+  std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, double>> rows;
+  void lap(const std::string& name) {
+    rows.emplace_back(name, ms_since(t) / 1000);
+    t = std::chrono::steady_clock::now();
+  }
+  void print() const {
+    std::printf("## bench wall time by section (2 cores; sections overlap where they run side by side)\n");
+    std::printf("%-60s %9s\n", "section", "wall_s");
+    for (const auto& [n, sec] : rows) std::printf("%-60s %9.1f\n", n.c_str(), sec);
+  }
+};
 
 // One pass over n pending jobs, 16 regions, 48 h forecasts.
 double time_cycle(const carbon::Catalog& cat, const Options& o, int* placed) {
@@ -374,6 +408,7 @@ int run(int argc, char** argv) {
   using namespace carbon;
   Options o = parse(argc, argv);
   auto t_start = std::chrono::steady_clock::now();
+  SectionClock clock;
   auto cat = Catalog::load();
   if (o.only == "replan") {
     std::printf("# bench_carbon_policies --only replan: %s\n\n", cat.describe().c_str());
@@ -435,6 +470,7 @@ int run(int argc, char** argv) {
                                    SimPolicy::kSpatioTemporal, SimPolicy::kOracle};
   cfg.forecaster = perfect_forecaster();
   auto perfect = compare_policies(trace, cfg, all);
+  clock.lap("1. five policies, perfect forecast (library)");
   std::vector<PolicyResult> table = perfect;
   double fifo_g = perfect[0].total_grams;
   auto with = [&](const std::string& spec) {
@@ -458,7 +494,9 @@ int run(int argc, char** argv) {
   // A busy machine may spend the budget: an LP it leaves unsolved is priced
   // at 0 (still a bound, a looser one) and printed as a row, never an abort.
   lpo.on_budget_out = LpBudgetOut::kPriceAtZero;
+  clock.lap("1. spatio-temporal at 14 % error and with blend (library)");
   const LpBound bound = lp_bound(trace, cfg, lpo);
+  clock.lap("1a. LP bound, fixed width");
   const double bound_saved = 100.0 * (fifo_g - bound.grams) / fifo_g;
   // Elastic and migratable (issue 17): the same trace with every job
   // elastic between half and twice its GPUs on a declared FSDP-like curve
@@ -515,6 +553,7 @@ int run(int argc, char** argv) {
   el_lpo.time_limit_s = 3600;   // three segments per job-hour: about three times the columns
   const LpBound el_bound = lp_bound(elastic_trace(true, true, 1.0), cfg, el_lpo);
   const double el_bound_saved = 100.0 * (fifo_g - el_bound.grams) / fifo_g;
+  clock.lap("1c. elastic LP bound (elastic library runs alongside)");
   // The service engine: the same trace through the controller's Scheduler.
   controller::ServiceSimOptions so;
   so.forecaster = "perfect";
@@ -531,6 +570,7 @@ int run(int argc, char** argv) {
   svc_el.saved_pct_vs_fifo = 100.0 * (svc_fifo.total_grams - svc_el.total_grams) / svc_fifo.total_grams;
   svc_fifo.saved_pct_vs_fifo = 0;
   svc_st.saved_pct_vs_fifo = 100.0 * (svc_fifo.total_grams - svc_st.total_grams) / svc_fifo.total_grams;
+  clock.lap("1b/1c. service engine: fifo, spatio-temporal, full elastic");
   table.push_back(svc_fifo);
   table.push_back(svc_st);
   std::printf("## policies (saved_%% vs fifo of the same engine; delay = finish - (submit + duration);\n"
@@ -585,6 +625,47 @@ int run(int argc, char** argv) {
   dec_row("blend forecaster instead of perfect", el_blend.saved_pct_vs_fifo, el_blend.deadline_misses);
   dec_row("lp-bound (elastic)", el_bound_saved, 0);
   std::printf("# the bound relaxes all of these at once, and also whole hours, gangs and the hourly cycle\n\n");
+  clock.lap("1d. decomposition rows (what was not done alongside)");
+
+  // 5. The goal of issue 36: the full elastic policy through the service
+  // engine with the blend forecaster (not a perfect one), on each seed's
+  // trace, against that trace's elastic LP bound; 0 misses.
+  struct SeedRow {
+    std::uint64_t seed;
+    double saved = 0, bound_saved = 0;
+    int misses = 0;
+    size_t over_budget = 0;
+  };
+  std::vector<SeedRow> seed_rows;
+  for (std::uint64_t sd : o.seeds) {
+    TraceOptions ts = to;
+    ts.seed = sd;
+    const std::vector<Job> fixed = sd == o.seed ? trace : generate_trace(ts);
+    std::vector<Job> el = fixed;
+    for (auto& j : el) {
+      make_elastic(j, hw.resources_per_server);
+      j.migratable = true;
+    }
+    const double base_g = sd == o.seed ? fifo_g : simulate(fixed, cfg, SimPolicy::kFifo).total_grams;
+    auto bound_f = std::async(std::launch::async, [&] { return sd == o.seed ? el_bound : lp_bound(el, cfg, el_lpo); });
+    controller::ServiceSimOptions bo = so;
+    bo.policy = Policy::kSpatioTemporal;
+    bo.forecaster = "blend";
+    bo.seed = sd;
+    const auto svc = controller::simulate_service(el, cfg, cat, bo);
+    const LpBound b = bound_f.get();
+    SeedRow r{sd, 100.0 * (base_g - svc.total_grams) / base_g, 100.0 * (base_g - b.grams) / base_g,
+              svc.deadline_misses, b.over_budget.size()};
+    seed_rows.push_back(r);
+    clock.lap("5. seed " + std::to_string(sd) + ": elastic, blend, service engine + its elastic LP bound");
+  }
+  std::printf("## goal of issue 36: full elastic policy, service engine, blend forecaster, per seed (saved vs\n"
+              "## library fifo of the same trace; vs_bound = saved_%% / that trace's elastic LP bound's saved_%%)\n");
+  std::printf("%-6s %9s %7s %12s %9s %12s\n", "seed", "saved_%", "misses", "bound_saved%", "vs_bound", "lps_overrun");
+  for (const auto& r : seed_rows)
+    std::printf("%-6llu %9.2f %7d %12.2f %9.3f %12zu\n", static_cast<unsigned long long>(r.seed), r.saved, r.misses,
+                r.bound_saved, r.saved / r.bound_saved, r.over_budget);
+  std::printf("\n");
   std::printf("# migration cost sensitivity (full policy):");
   for (auto* fut : {&el_half_f, &el_double_f}) {
     const double f = fut == &el_half_f ? 0.5 : 2.0;
@@ -617,6 +698,7 @@ int run(int argc, char** argv) {
 
   // Sensitivity (same trace, perfect forecast): capacity, i.e. idle share,
   // and the near-tie rule of the placement.
+  clock.lap("1b. service vs library comparison, migration sensitivity (what was not done alongside)");
   std::printf("## sensitivity (perfect forecast, same trace): spatio-temporal saved_%% / misses\n");
   for (int cap : {o.capacity * 3 / 2, o.capacity * 2}) {
     SimConfig c = cfg;
@@ -660,6 +742,7 @@ int run(int argc, char** argv) {
   }
   std::printf("\n");
 
+  clock.lap("sensitivity sweeps (12 fixed-width runs)");
   int placed = 0;
   double cycle_ms = time_cycle(cat, o, &placed);
   std::printf("## scheduling pass: %d pending jobs x %zu regions x 48 h forecast: %.1f ms (median of %d), %d placed\n\n",
@@ -667,6 +750,7 @@ int run(int argc, char** argv) {
   const ReplanTiming replan_t = time_replan(cat, o);
   print_replan(replan_t, o, cfg.regions.size());
 
+  clock.lap("2. pass and re-plan timing");
   // Forecaster accuracy.
   std::vector<std::shared_ptr<const Forecaster>> fcs{persistence_forecaster(), seasonal_naive_forecaster(24),
                                                      seasonal_naive_forecaster(168), blend_forecaster(),
@@ -689,7 +773,10 @@ int run(int argc, char** argv) {
   }
   std::printf("%-14s", "mean");
   for (double m : mean) std::printf(" %15.1f%%", 100 * m);
-  std::printf("\n\n# total bench time %.1f s\n", ms_since(t_start) / 1000);
+  std::printf("\n\n");
+  clock.lap("3. forecaster accuracy");
+  clock.print();
+  std::printf("# total bench time %.1f s\n", ms_since(t_start) / 1000);
 
   const auto& st = perfect[3];
   // Goals (issue: >= 40 % saved with 0 misses; <= 2 points lost at 14 %
@@ -715,6 +802,19 @@ int run(int argc, char** argv) {
               el_bound_saved < 55 ? ": 55 % is out of reach, the goal is the ratio" : "",
               verdict((el_bound_saved < 55 || svc_el.saved_pct_vs_fifo >= 55) && svc_el.deadline_misses == 0 &&
                       svc_el.saved_pct_vs_fifo / el_bound_saved >= 0.9));
+  for (const auto& r : seed_rows)
+    std::printf("goal: seed %llu: full elastic, service engine, blend forecaster >= 0.95 of the bound with 0 misses: "
+                "%.3f, %d misses: %s\n",
+                static_cast<unsigned long long>(r.seed), r.saved / r.bound_saved, r.misses,
+                verdict(r.saved / r.bound_saved >= 0.95 && r.misses == 0));
+  std::string seed_keys;
+  for (const auto& r : seed_rows) {
+    char kv[128];
+    std::snprintf(kv, sizeof kv, " elastic_blend_vs_bound_seed%llu=%.3f elastic_blend_misses_seed%llu=%d",
+                  static_cast<unsigned long long>(r.seed), r.saved / r.bound_saved,
+                  static_cast<unsigned long long>(r.seed), r.misses);
+    seed_keys += kv;
+  }
   std::printf("\n");
   std::printf(
       "RESULT carbon_policies saved_pct=%.2f saved_pct_err14=%.2f deadline_misses=%d temporal_only_saved_pct=%.2f "
@@ -723,7 +823,7 @@ int run(int argc, char** argv) {
       "elastic_misses=%d elastic_vs_bound=%.3f elastic_only_saved_pct=%.2f migration_only_saved_pct=%.2f "
       "bound_fixed_saved_pct=%.2f elastic_library_saved_pct=%.2f bound_lps_over_budget=%zu hindsight_vs_bound=%.3f "
       "no_overhead_vs_bound=%.3f elastic_blend_library_vs_bound=%.3f replan_incremental_ms_10k=%.1f "
-      "replan_full_ms_10k=%.1f\n",
+      "replan_full_ms_10k=%.1f bench_s=%.0f%s\n",
       st.saved_pct_vs_fifo, err14.saved_pct_vs_fifo, st.deadline_misses, perfect[1].saved_pct_vs_fifo,
       perfect[2].saved_pct_vs_fifo, perfect[4].saved_pct_vs_fifo, cycle_ms, svc_st.saved_pct_vs_fifo,
       svc_st.deadline_misses, pts, el_bound_saved, st.saved_pct_vs_fifo / el_bound_saved, svc_el.saved_pct_vs_fifo,
@@ -731,7 +831,7 @@ int run(int argc, char** argv) {
       mig_only.saved_pct_vs_fifo, bound_saved, el_full.saved_pct_vs_fifo,
       bound.over_budget.size() + el_bound.over_budget.size(), el_hind.saved_pct_vs_fifo / el_bound_saved,
       el_free.saved_pct_vs_fifo / el_bound_saved, el_blend.saved_pct_vs_fifo / el_bound_saved, replan_t.incremental_ms,
-      replan_t.full_ms);
+      replan_t.full_ms, ms_since(t_start) / 1000, seed_keys.c_str());
   return 0;
 }
 
