@@ -157,8 +157,11 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 struct SectionClock {
   std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, double>> rows;
+  // Also says it at once (a long run shows where it is, even when stopped).
   void lap(const std::string& name) {
     rows.emplace_back(name, ms_since(t) / 1000);
+    std::printf("# %.1f s: %s\n", rows.back().second, name.c_str());
+    std::fflush(stdout);
     t = std::chrono::steady_clock::now();
   }
   void print() const {
@@ -657,6 +660,8 @@ int run(int argc, char** argv) {
     SeedRow r{sd, 100.0 * (base_g - svc.total_grams) / base_g, 100.0 * (base_g - b.grams) / base_g,
               svc.deadline_misses, b.over_budget.size()};
     seed_rows.push_back(r);
+    std::printf("# seed %llu: elastic, blend, service engine: saved %.2f %%, %d misses; its elastic bound %.2f %%: %.3f\n",
+                static_cast<unsigned long long>(sd), r.saved, r.misses, r.bound_saved, r.saved / r.bound_saved);
     clock.lap("5. seed " + std::to_string(sd) + ": elastic, blend, service engine + its elastic LP bound");
   }
   std::printf("## goal of issue 36: full elastic policy, service engine, blend forecaster, per seed (saved vs\n"
