@@ -171,6 +171,34 @@ struct SectionClock {
   }
 };
 
+// `n` synthetic pending jobs for the timed passes (seeded): 8-64 GPUs,
+// 1-24 h, submitted at `submit`, deadlines within `window_h` of it, homes
+// among `zones`, half interruptible; ids "<prefix><i>"; seq = i when asked.
+std::vector<carbon::Job> pass_jobs(const std::vector<std::string>& zones, int n, std::uint64_t seed, char prefix,
+                                   carbon::Time submit, int window_h, bool with_seq) {
+  std::vector<carbon::Job> jobs;
+  std::uint64_t s = seed;
+  auto rnd = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(s >> 11) / 9007199254740992.0;
+  };
+  const int gpus[] = {8, 8, 16, 16, 32, 64};
+  for (int i = 0; i < n; ++i) {
+    carbon::Job j;
+    j.id = std::string(1, prefix).append(std::to_string(i));
+    j.gpus = gpus[static_cast<int>(rnd() * 6)];
+    int h = 1 + static_cast<int>(rnd() * 24);
+    j.duration = carbon::Hours{h};
+    j.submit = submit;
+    j.deadline = submit + carbon::Hours{h + static_cast<int>(rnd() * (window_h - h))};
+    j.home_region = zones[static_cast<size_t>(rnd() * static_cast<double>(zones.size()))];
+    j.interruptible = rnd() < 0.5;
+    if (with_seq) j.seq = i;
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
 // One pass over n pending jobs, 16 regions, 48 h forecasts.
 double time_cycle(const carbon::Catalog& cat, const Options& o, int* placed) {
   using namespace carbon;
@@ -185,26 +213,7 @@ double time_cycle(const carbon::Catalog& cat, const Options& o, int* placed) {
     r.forecast = cat.series(z).slice(now, now + Hours{48});
     regions.push_back(std::move(r));
   }
-  std::vector<Job> jobs;
-  std::uint64_t s = 12345;
-  auto rnd = [&] {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<double>(s >> 11) / 9007199254740992.0;
-  };
-  const int gpus[] = {8, 8, 16, 16, 32, 64};
-  auto ids = cat.ids();
-  for (int i = 0; i < o.cycle_jobs; ++i) {
-    Job j;
-    j.id = std::string(1, 'c').append(std::to_string(i));
-    j.gpus = gpus[static_cast<int>(rnd() * 6)];
-    int h = 1 + static_cast<int>(rnd() * 24);
-    j.duration = Hours{h};
-    j.submit = now;
-    j.deadline = now + Hours{h + static_cast<int>(rnd() * (48 - h))};
-    j.home_region = ids[static_cast<size_t>(rnd() * static_cast<double>(ids.size()))];
-    j.interruptible = rnd() < 0.5;
-    jobs.push_back(std::move(j));
-  }
+  const std::vector<Job> jobs = pass_jobs(cat.ids(), o.cycle_jobs, 12345, 'c', now, 48, false);
   PlacementOptions opt;
   opt.max_lookahead = Hours{48};
   // Capacity pricing on, as in the simulation (a flat expected load of 50 %),
@@ -255,26 +264,7 @@ ReplanTiming time_replan(const carbon::Catalog& cat, const Options& o) {
   };
   // The pass's jobs (as time_cycle, any region), each with an earliest
   // start after the re-plan: every plan is still held then.
-  std::vector<Job> jobs;
-  std::uint64_t s = 54321;
-  auto rnd = [&] {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<double>(s >> 11) / 9007199254740992.0;
-  };
-  const int gpus[] = {8, 8, 16, 16, 32, 64};
-  for (int i = 0; i < o.cycle_jobs; ++i) {
-    Job j;
-    j.id = std::string(1, 'r').append(std::to_string(i));
-    j.gpus = gpus[static_cast<int>(rnd() * 6)];
-    int h = 1 + static_cast<int>(rnd() * 24);
-    j.duration = Hours{h};
-    j.submit = now + Hours{1};
-    j.deadline = j.submit + Hours{h + static_cast<int>(rnd() * (46 - h))};
-    j.home_region = ids[static_cast<size_t>(rnd() * static_cast<double>(ids.size()))];
-    j.interruptible = rnd() < 0.5;
-    j.seq = i;
-    jobs.push_back(std::move(j));
-  }
+  const std::vector<Job> jobs = pass_jobs(ids, o.cycle_jobs, 54321, 'r', now + Hours{1}, 46, true);
   PlacementOptions opt;
   opt.max_lookahead = Hours{48};
   opt.expected_load_by_hour_of_week.assign(168, 0.5);
