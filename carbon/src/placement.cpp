@@ -473,14 +473,15 @@ int find_region(const PassContext& ctx, const std::string& name) {
 // Elastic and migratable jobs (elastic_plan.h): the cheapest ranked plan
 // over every candidate region alone and, when migratable, over all of them
 // together. Returned (feasible) only when its rank is below `rank_to_beat`
-// (the best plan at the job's own width; NaN: none).
+// (the best plan at the job's own width; NaN: none); within `horizon` slots
+// (job_horizon).
 Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOptions& opt, const std::vector<int>& cands,
-                       int first_slot, double rank_to_beat) {
+                       int first_slot, int horizon, double rank_to_beat) {
   Decision d;
   d.job_id = job.id;
   const Time now = ctx.now;
   const int wfirst = std::max(first_slot, now_offset(now, ctx.slot) > 0 ? 1 : 0);
-  const int end_slot = slots_before(now, job.deadline, job_horizon(job, ctx.lookahead, ctx.slot, opt), ctx.slot);
+  const int end_slot = slots_before(now, job.deadline, horizon, ctx.slot);
   std::vector<detail::ElasticRegionView> all;
   for (int ri : cands) {
     const auto& p = ctx.prepared[ri];
@@ -691,7 +692,7 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
     if (better) best = plan, best_r = ri;
   }
   if (job.elastic() && deadline_bound && opt.policy == Policy::kSpatioTemporal) {
-    if (auto e = place_elastic(job, ctx, opt, cands, first_slot, best_r < 0 ? kNaN : best.rank()); e.feasible) {
+    if (auto e = place_elastic(job, ctx, opt, cands, first_slot, horizon, best_r < 0 ? kNaN : best.rank()); e.feasible) {
       e.run_now_home_grams = d.run_now_home_grams;
       finish_elastic(job, opt, e);
       return e;

@@ -268,6 +268,18 @@ TEST(SchedulerReplan, ARevisionMovesTheJobAndTheDecisionLogSaysWhy) {
   EXPECT_EQ(log.back().explanation.rfind("re-planned (forecast-revised): ", 0), 0u) << log.back().explanation;
 }
 
+// DE with one node, clean 03:00-05:00; no re-plan is due before 24:00.
+// `low` (priority 0, 2 h, 8 h of slack) is planned there by one cycle.
+void one_node_de_with_low_planned(Core& core) {
+  core.regions = parse_regions_yaml("regions:\n  - {name: DE, nodes: 1, zone: DE}\n", "test");
+  std::map<std::string, Executor*> ex{{"DE", &core.fake}};
+  core.forecasts.clean[{"DE", kT0 + 3 * kHour}] = 100;
+  core.forecasts.clean[{"DE", kT0 + 4 * kHour}] = 100;
+  core.sched = std::make_unique<Scheduler>(*core.registry, core.clock, core.regions, ex, &core.metrics, core.so);
+  core.submit("low", {{"regions", {"DE"}}, {"estimate", {{"duration_s", 2 * 3600}}}, {"max_delay_s", 8 * 3600}});
+  core.sched->cycle();
+}
+
 TEST(SchedulerReplan, AHigherPriorityJobOnItsFallbackReleasesTheLowerPriorityPlanInItsWay) {
   // DE has one node, clean 03:00-05:00 where `low` (priority 0) is planned.
   // At 01:00 `urgent` (priority 5, 4 h, no slack) needs DE 01:00-05:00: a
@@ -276,13 +288,7 @@ TEST(SchedulerReplan, AHigherPriorityJobOnItsFallbackReleasesTheLowerPriorityPla
   SchedulerOptions so;
   so.replan_period_ms = 24 * kHour;   // no re-plan is due at 01:00
   Core core(so);
-  core.regions = parse_regions_yaml("regions:\n  - {name: DE, nodes: 1, zone: DE}\n", "test");
-  std::map<std::string, Executor*> ex{{"DE", &core.fake}};
-  core.forecasts.clean[{"DE", kT0 + 3 * kHour}] = 100;
-  core.forecasts.clean[{"DE", kT0 + 4 * kHour}] = 100;
-  core.sched = std::make_unique<Scheduler>(*core.registry, core.clock, core.regions, ex, &core.metrics, core.so);
-  core.submit("low", {{"regions", {"DE"}}, {"estimate", {{"duration_s", 2 * 3600}}}, {"max_delay_s", 8 * 3600}});
-  core.sched->cycle();
+  one_node_de_with_low_planned(core);
   ASSERT_EQ(core.job("low").state(), JobState::kScheduled);
   ASSERT_EQ(core.job("low").placement->start_ms, kT0 + 3 * kHour);
   core.clock.set_ms(kT0 + kHour);
@@ -302,13 +308,7 @@ TEST(SchedulerReplan, AnArrivalOfEqualPriorityReleasesNothing) {
   SchedulerOptions so;
   so.replan_period_ms = 24 * kHour;
   Core core(so);
-  core.regions = parse_regions_yaml("regions:\n  - {name: DE, nodes: 1, zone: DE}\n", "test");
-  std::map<std::string, Executor*> ex{{"DE", &core.fake}};
-  core.forecasts.clean[{"DE", kT0 + 3 * kHour}] = 100;
-  core.forecasts.clean[{"DE", kT0 + 4 * kHour}] = 100;
-  core.sched = std::make_unique<Scheduler>(*core.registry, core.clock, core.regions, ex, &core.metrics, core.so);
-  core.submit("low", {{"regions", {"DE"}}, {"estimate", {{"duration_s", 2 * 3600}}}, {"max_delay_s", 8 * 3600}});
-  core.sched->cycle();
+  one_node_de_with_low_planned(core);
   core.clock.set_ms(kT0 + kHour);
   core.submit("same", {{"regions", {"DE"}}, {"estimate", {{"duration_s", 4 * 3600}}}, {"max_delay_s", 0}});
   const CycleReport rep = core.sched->cycle();

@@ -63,13 +63,17 @@ void expect_same_decisions(const carbon::PolicyResult& lib, const carbon::Policy
   EXPECT_EQ(lib.deadline_misses, svc.deadline_misses);
 }
 
+// The policies compared across the engines: the library's and the service's name for each.
+const std::pair<carbon::SimPolicy, carbon::Policy> kBothEnginesPolicies[] = {
+    {carbon::SimPolicy::kSpatioTemporal, carbon::Policy::kSpatioTemporal},
+    {carbon::SimPolicy::kFifo, carbon::Policy::kRunNowHome}};
+
 TEST(ServiceSimulation, TheSchedulerMakesTheLibrarysDecisionsWithCapacityTight) {
   // Tight capacity (jobs wait, fall back, and capacity prices are learned).
   Scenario s(64, 10);
   ASSERT_GT(s.trace.size(), 100u);
   ServiceSimOptions o;
-  for (auto [lp, sp] : {std::pair{carbon::SimPolicy::kSpatioTemporal, carbon::Policy::kSpatioTemporal},
-                        std::pair{carbon::SimPolicy::kFifo, carbon::Policy::kRunNowHome}}) {
+  for (auto [lp, sp] : kBothEnginesPolicies) {
     SCOPED_TRACE(carbon::sim_policy_name(lp));
     auto lib = carbon::simulate(s.trace, s.config, lp);
     o.policy = sp;
@@ -145,8 +149,7 @@ TEST(ServiceSimulation, ThirtyMinuteDataGivesTheLibrarysHalfHourDecisions) {
   // sample once per hour and agree (the tests above).
   s.config.learn_expected_load = false;
   ServiceSimOptions o;
-  for (auto [lp, sp] : {std::pair{carbon::SimPolicy::kSpatioTemporal, carbon::Policy::kSpatioTemporal},
-                        std::pair{carbon::SimPolicy::kFifo, carbon::Policy::kRunNowHome}}) {
+  for (auto [lp, sp] : kBothEnginesPolicies) {
     SCOPED_TRACE(carbon::sim_policy_name(lp));
     auto lib = carbon::simulate(s.trace, s.config, lp);
     o.policy = sp;
