@@ -23,4 +23,7 @@ if(GREENSHARD_TESTS)
   add_test(NAME bench.carbon_policies.only_names_its_sections COMMAND bench_carbon_policies --only everything)
   set_tests_properties(bench.carbon_policies.only_names_its_sections PROPERTIES LABELS unit
     PASS_REGULAR_EXPRESSION "--only: expected replan, got 'everything'")
+  add_test(NAME bench.carbon_policies.a_bad_seed_list_is_named COMMAND bench_carbon_policies --seeds 1,-2)
+  set_tests_properties(bench.carbon_policies.a_bad_seed_list_is_named PROPERTIES LABELS unit
+    PASS_REGULAR_EXPRESSION "--seeds: expected seeds like 1,2,3, got '1,-2'")
 endif()
