@@ -16,13 +16,18 @@
 # and a non-root user. The CUDA worker (dockerfiles/worker.Dockerfile, NGC
 # base) is built elsewhere, for GPU clusters.
 #
+# `--only worker-build` makes a third image, never by default: the bare build
+# machine of the portable worker build (scripts/gpu_deps.sh), Debian with
+# libtorch-dev, cmake, g++ and ninja-build only -- what a GPU machine has.
+# tests/images/worker_bare_build_test.sh builds the worker in it.
+#
 # What these machines need (and this script sets up):
 #   - runc, not crun: crun fails here ("cgroups in hybrid mode not supported");
 #   - podman's default ulimits exceed the hard limits, so CONTAINERS_CONF
 #     sets default_ulimits from `ulimit -Hn` and the process limit (capped at
 #     kernel.pid_max: runc is refused a higher RLIMIT_NPROC here).
 #
-# Usage: scripts/images.sh [--build-dir DIR] [--tag TAG] [--only controller|worker-cpu]
+# Usage: scripts/images.sh [--build-dir DIR] [--tag TAG] [--only controller|worker-cpu|worker-build]
 #                          [--storage DIR] [--work DIR]
 #   --build-dir  build tree with the binaries (default $GREENSHARD_BUILD_DIR or build;
 #                missing binaries are built there)
@@ -53,7 +58,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-case "$only" in ""|controller|worker-cpu) ;; *) die "--only: '$only' is not controller or worker-cpu" ;; esac
+case "$only" in ""|controller|worker-cpu|worker-build) ;; *) die "--only: '$only' is not controller, worker-cpu or worker-build" ;; esac
 if [ -z "$tag" ]; then
   tag=$(sed -n 's/^project(GreenShard .*VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
   [ -n "$tag" ] || die "no project version in CMakeLists.txt; pass --tag"
@@ -93,7 +98,8 @@ controller_bins=("$build_dir/controller/greenshard-controller" "$build_dir/contr
 worker_bins=("$build_dir/worker/greenshard-worker" "$build_dir/worker/libgreenshard_spm.so")
 want=()
 for f in "${controller_bins[@]}" "${worker_bins[@]}"; do [ -e "$f" ] || want+=("$(basename "${f%.so}")"); done
-if [ ${#want[@]} -gt 0 ]; then
+# (The bare build machine has none of ours.)
+if [ ${#want[@]} -gt 0 ] && [ "$only" != worker-build ]; then
   [ -f "$build_dir/CMakeCache.txt" ] || die "no build tree at $build_dir: run scripts/build.sh"
   targets=(); for t in "${want[@]}"; do targets+=("${t#lib}"); done
   echo "images.sh: building ${targets[*]} in $build_dir"
@@ -175,5 +181,14 @@ image() {
   echo "image greenshard-$name:$tag $("${podman[@]}" image inspect --format '{{.Size}}' "localhost/greenshard-$name:$tag")"
 }
 
+# The bare build machine: root filesystem only, imported as the image.
+build_machine() {
+  local tar
+  tar=$(rootfs worker-build libtorch-dev cmake g++ ninja-build)
+  "${podman[@]}" import --quiet "$tar" "localhost/greenshard-worker-build:$tag" >/dev/null
+  echo "image greenshard-worker-build:$tag $("${podman[@]}" image inspect --format '{{.Size}}' "localhost/greenshard-worker-build:$tag")"
+}
+
+if [ "$only" = worker-build ]; then build_machine; exit 0; fi
 if [ -z "$only" ] || [ "$only" = controller ]; then image controller "${controller_bins[@]}"; fi
 if [ -z "$only" ] || [ "$only" = worker-cpu ]; then image worker-cpu "${worker_bins[@]}"; fi

@@ -1,7 +1,9 @@
 #include "worker/tokenizer.h"
 
 #include <dlfcn.h>
+#ifndef GREENSHARD_NO_OPENSSL
 #include <openssl/evp.h>
+#endif
 #include <unistd.h>
 
 #include <array>
@@ -38,6 +40,12 @@ const Spm& spm() {
   static std::once_flag once;
   std::call_once(once, [] {
     constexpr const char* kName = "libgreenshard_spm.so";
+#ifdef GREENSHARD_NO_SPM
+    // A portable build on a machine without SentencePiece (cmake/Dependencies.cmake).
+    error = "this greenshard-worker was built without SentencePiece (no libsentencepiece when it was "
+            "built): BPE tokens are not available; use the byte tokenizer";
+    return;
+#endif
     std::vector<std::string> candidates;
     if (const char* env = std::getenv("GREENSHARD_SPM_MODULE"); env && *env) candidates.emplace_back(env);
     std::error_code ec;
@@ -259,6 +267,9 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& model_path) {
 }
 
 std::string file_sha256(const std::string& path) {
+#ifdef GREENSHARD_NO_OPENSSL
+  throw std::runtime_error(path + ": cannot hash: this greenshard-worker was built without OpenSSL");
+#else
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw std::runtime_error(path + ": cannot read: " + std::strerror(errno));
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -284,6 +295,7 @@ std::string file_sha256(const std::string& path) {
     hex += kHex[md[i] & 15];
   }
   return hex;
+#endif
 }
 
 void check_bpe_vocab(int64_t vocab) {

@@ -13,7 +13,12 @@
 //       explicit - matmuls, causal mask, fp32 softmax (O(T^2) memory).
 //
 //   gpu_mfu [--models sdpa,explicit] [--steps N] [--warmup N] [--batch-sdpa B]
-//           [--batch-explicit B] [--layers L] [--skip-collectives]
+//           [--batch-explicit B] [--layers L] [--heads H] [--embd E] [--seq T]
+//           [--vocab V] [--skip-collectives]
+//
+// The model flags change the GPT of section 3 (defaults: the ~1.3B above);
+// bench/gpu/worker_run.sh measures the worker's ~125M GPT with them, so the
+// worker's MFU is compared with this one on the same model.
 //
 // Every section catches its own failure (printed as "FAILED <section>: why")
 // so partial results still print. The last line is
@@ -220,7 +225,7 @@ std::string fmt(double v, const char* f = "%.3f") {
 
 int main(int argc, char** argv) {
   std::string models = "sdpa,explicit";
-  int steps = 5, warmup = 2, layers = 24;
+  int steps = 5, warmup = 2, layers = 24, heads = 16, embd = 2048, seq = 2048, vocab = 50304;
   int64_t batch_sdpa = 8, batch_explicit = 4;
   bool collectives = true;
   for (int i = 1; i < argc; ++i) {
@@ -232,6 +237,10 @@ int main(int argc, char** argv) {
     else if (a == "--batch-sdpa") batch_sdpa = std::stoll(next());
     else if (a == "--batch-explicit") batch_explicit = std::stoll(next());
     else if (a == "--layers") layers = std::stoi(next());
+    else if (a == "--heads") heads = std::stoi(next());
+    else if (a == "--embd") embd = std::stoi(next());
+    else if (a == "--seq") seq = std::stoi(next());
+    else if (a == "--vocab") vocab = std::stoi(next());
     else if (a == "--skip-collectives") collectives = false;
   }
   double peak = kNaN;
@@ -265,11 +274,11 @@ int main(int argc, char** argv) {
     std::printf("FAILED collectives: %s\n", e.what());
   }
   greenshard::GPTConfig cfg;
-  cfg.vocab_size = 50304;
-  cfg.block_size = 2048;
+  cfg.vocab_size = vocab;
+  cfg.block_size = seq;
   cfg.n_layer = layers;
-  cfg.n_head = 16;
-  cfg.n_embd = 2048;
+  cfg.n_head = heads;
+  cfg.n_embd = embd;
   if (rdzv) {
     for (const std::string kind : {"sdpa", "explicit"}) {
       if (models.find(kind) == std::string::npos) continue;

@@ -4,6 +4,19 @@
 # downloads nothing. Target: one NVIDIA H200, < 8 minutes.
 #
 #   bench/gpu/run.sh LOGDIR
+#   bench/gpu/run.sh --worker LOGDIR
+#
+# --worker (issue 37) also builds the real greenshard-worker from the
+# carried third-party folder (scripts/gpu_deps.sh build; the folder travels
+# with the working tree: `scripts/gpu_deps.sh prepare` here first, then carry
+# third_party/), and runs, in this order: gpu_tests --only checkpoint_device;
+# bench/gpu/worker_run.sh (the worker on cuda:0: the KJV as byte tokens, a
+# ~124M GPT in bf16 with SDPA, a checkpoint, SIGTERM and a resume, export,
+# sample, one /metrics scrape; beside it gpu_mfu on the same GPT); then
+# gpu_mfu as without --worker. The full gpu_tests and the abort test are
+# left to the plain run. Its last line is
+#   RESULT gpu_worker worker_mfu=<x> worker_vs_bench_mfu=<x> resume_ok=<0|1>
+#                     nvml_energy_j=<x> checkpoint_device_ok=<0|1>
 #
 # Needs: python3 with a CUDA PyTorch 2.x (its LibTorch CMake package), cmake
 # >= 3.25, a C++20 compiler, nvcc (Torch's CMake enables CUDA), ninja
@@ -18,9 +31,14 @@
 # Exit status: 0 when every step passed, 1 otherwise.
 set -euo pipefail
 
+WORKER_MODE=0
+if [[ "${1:-}" == --worker ]]; then
+  WORKER_MODE=1
+  shift
+fi
 LOGDIR=${1:-}
-if [[ -z "$LOGDIR" ]]; then
-  echo "usage: $0 LOGDIR" >&2
+if [[ -z "$LOGDIR" || $# -ne 1 ]]; then
+  echo "usage: $0 [--worker] LOGDIR" >&2
   exit 2
 fi
 mkdir -p "$LOGDIR"
@@ -88,6 +106,13 @@ summary() {
   local failed=0
   for name in "${ORDER[@]}"; do [[ "${STATUS[$name]:-}" == ok ]] || failed=1; done
   echo "$result"
+  if ((WORKER_MODE)); then
+    local wresult="" ckpt_ok=0
+    [[ -f "$LOGDIR/worker_run.log" ]] && wresult=$(grep -h '^RESULT gpu_worker ' "$LOGDIR/worker_run.log" | tail -1)
+    [[ -z "$wresult" ]] && wresult="RESULT gpu_worker worker_mfu=nan worker_vs_bench_mfu=nan resume_ok=0 nvml_energy_j=nan"
+    [[ "${STATUS[gpu_tests_ckpt_device]:-}" == ok ]] && ckpt_ok=1
+    echo "$wresult checkpoint_device_ok=$ckpt_ok"
+  fi
   sleep 0.3  # let the tee of run.log catch up
   ((rc == 0 && failed == 0)) && exit 0
   exit 1
@@ -182,7 +207,30 @@ fi
 
 # --- tests and benchmarks ---------------------------------------------------
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
-if [[ "${STATUS[build]:-}" == ok ]]; then
+if ((WORKER_MODE)); then
+  # The worker, from the carried folder (scripts/gpu_deps.sh), then the
+  # checkpoint test, the worker's run, and gpu_mfu as below.
+  WBUILD=${GREENSHARD_GPU_WORKER_BUILD_DIR:-$ROOT/build-gpu-worker}
+  THIRD_PARTY=${GREENSHARD_THIRD_PARTY:-$ROOT/third_party}
+  run_step third_party 10 bash "$ROOT/scripts/gpu_deps.sh" check "$THIRD_PARTY"
+  if [[ "${STATUS[third_party]}" == ok ]]; then
+    run_step worker_build 300 env GREENSHARD_THIRD_PARTY="$THIRD_PARTY" bash "$ROOT/scripts/gpu_deps.sh" build "$WBUILD" \
+      -DGREENSHARD_CUDA=ON "-DCMAKE_PREFIX_PATH=$LIBTORCH" "${NCCL_ARGS[@]}" "${TOOLKIT_ARGS[@]}" \
+      "-DCMAKE_CUDA_ARCHITECTURES=80;90" ${NVCC:+"-DCMAKE_CUDA_COMPILER=$NVCC"}
+  fi
+  if [[ "${STATUS[build]:-}" == ok ]]; then
+    run_step gpu_tests_ckpt_device 60 "$BUILD/gpu_tests" --only checkpoint_device
+  fi
+  if [[ "${STATUS[worker_build]:-}" == ok ]]; then
+    mfu_bin=()
+    [[ "${STATUS[build]:-}" == ok ]] && mfu_bin=(--gpu-mfu "$BUILD/gpu_mfu")
+    run_step worker_run 200 bash "$ROOT/bench/gpu/worker_run.sh" --worker "$WBUILD/worker/greenshard-worker" \
+      --work "$LOGDIR/worker" --text "$THIRD_PARTY/data/kjv.txt" "${mfu_bin[@]}"
+  fi
+  if [[ "${STATUS[build]:-}" == ok ]]; then
+    run_step mfu 240 "$BUILD/gpu_mfu"
+  fi
+elif [[ "${STATUS[build]:-}" == ok ]]; then
   run_step gpu_tests 150 "$BUILD/gpu_tests"
   run_step gpu_tests_ckpt_device 60 "$BUILD/gpu_tests" --only checkpoint_device
   # Benchmarks before the abort test: it kills a communicator on purpose.

@@ -48,10 +48,18 @@ HttpEndpoint parse_http_base_url(const std::string& url) {
 
 httplib::Client make_http_client(const HttpClientOptions& options) {
   parse_http_base_url(options.base_url);
+#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
+  // A portable build on a machine without OpenSSL (cmake/Dependencies.cmake).
+  if (options.base_url.rfind("https://", 0) == 0)
+    throw std::invalid_argument("'" + options.base_url +
+                                "': https:// needs TLS, and this build has none (no OpenSSL when it was built)");
+#endif
   httplib::Client client(options.base_url);
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
   // Both only matter to an https:// client.
   client.enable_server_certificate_verification(options.verify);
   if (!options.ca_bundle.empty()) client.set_ca_cert_path(options.ca_bundle);
+#endif
   client.set_connection_timeout(options.connect_timeout);
   client.set_read_timeout(options.read_timeout);
   client.set_write_timeout(options.write_timeout);

@@ -1,7 +1,9 @@
 #include "carbon/http_failure.h"
 
 #include <netdb.h>
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
 #include <openssl/x509.h>
+#endif
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,7 +17,7 @@ namespace carbon {
 namespace {
 
 // What the server's certificate is checked against, as messages name it.
-std::string trust_anchors(const HttpClientOptions& o) {
+[[maybe_unused]] std::string trust_anchors(const HttpClientOptions& o) {
   const std::string& var = o.ca_bundle_variable;
   if (o.ca_bundle.empty()) return "the system's CAs" + (var.empty() ? "" : " (" + var + " unset)");
   return var.empty() ? "the CA bundle '" + o.ca_bundle + "'" : var + "=" + o.ca_bundle;
@@ -81,6 +83,7 @@ HttpFailure explain_http_failure(const httplib::Result& result, const httplib::C
   const std::string no_connect = "cannot reach " + server + ": no answer to connect within " +
                                  std::to_string(options.connect_timeout.count()) + " ms";
   switch (result.error()) {
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
     case httplib::Error::SSLServerVerification: {
       const long v = client.get_openssl_verify_result();
       // X509_V_OK with a verification error: the chain is trusted but the
@@ -98,6 +101,7 @@ HttpFailure explain_http_failure(const httplib::Result& result, const httplib::C
                                     " accepted the connection but did not complete the TLS handshake " +
                                     within_read_timeout(options)};
       return {Kind::kHandshake, "TLS: handshake with " + server + " failed: it does not speak TLS there"};
+#endif
     case httplib::Error::Read:
       if (timed_out)
         return {Kind::kTimeout,

@@ -15,10 +15,7 @@
 # is skipped (the controller image: GREENSHARD_SKIP_DIRS=shard;worker).
 # Links carbon/ (hardware profile names), defined by carbon/CMakeLists.txt.
 if(NOT TARGET greenshard_spec)
-  find_package(yaml-cpp REQUIRED)
-  find_package(nlohmann_json 3 REQUIRED)
   include(${CMAKE_CURRENT_LIST_DIR}/../../shard/names.cmake)
-  find_package(OpenSSL REQUIRED)
   add_library(greenshard_spec STATIC
     ${CMAKE_CURRENT_LIST_DIR}/job_spec.cpp
     ${CMAKE_CURRENT_LIST_DIR}/ca_bundle.cpp
@@ -27,5 +24,11 @@ if(NOT TARGET greenshard_spec)
   target_include_directories(greenshard_spec PUBLIC ${CMAKE_CURRENT_LIST_DIR}/../..)
   target_link_libraries(greenshard_spec
     PUBLIC shard_names nlohmann_json::nlohmann_json
-    PRIVATE carbon yaml-cpp OpenSSL::Crypto)
+    PRIVATE carbon yaml-cpp)
+  # PEM bundles are read with libcrypto; a build without OpenSSL refuses them.
+  if(GREENSHARD_HAVE_OPENSSL)
+    target_link_libraries(greenshard_spec PRIVATE OpenSSL::Crypto)
+  else()
+    target_compile_definitions(greenshard_spec PRIVATE GREENSHARD_NO_OPENSSL=1)
+  endif()
 endif()
