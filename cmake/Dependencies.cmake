@@ -27,7 +27,8 @@
 #                  without it; the worker does not need it)
 #
 # Results: targets yaml-cpp, nlohmann_json::nlohmann_json, CLI11::CLI11,
-# prometheus-cpp::core, greenshard_httplib, greenshard_gloo (when found);
+# prometheus-cpp::core, greenshard_httplib, greenshard_crypto,
+# greenshard_gloo (when found);
 # variables GREENSHARD_HAVE_OPENSSL, _CURL, _SENTENCEPIECE, _GLOO, _GLPK,
 # _SQLITE3.
 set(GREENSHARD_THIRD_PARTY "${CMAKE_CURRENT_SOURCE_DIR}/third_party" CACHE PATH
@@ -41,6 +42,17 @@ function(_gs_need_carried what path)
                         "'${_gs_tp}' (no ${path}). Install it (scripts/setup.sh on Debian) or prepare the "
                         "folder on a machine that has it: scripts/gpu_deps.sh prepare")
   endif()
+endfunction()
+
+# A carried source package built as part of this build: its folder under
+# the carried one, then its options, each NAME=VALUE, forced into the cache.
+function(_gs_add_carried_source name)
+  _gs_need_carried("${name}" ${name}/CMakeLists.txt)
+  foreach(_opt ${ARGN})
+    string(REGEX MATCH "^([^=]+)=(.*)$" _ "${_opt}")
+    set(${CMAKE_MATCH_1} ${CMAKE_MATCH_2} CACHE BOOL "" FORCE)
+  endforeach()
+  add_subdirectory("${_gs_tp}/${name}" "${CMAKE_BINARY_DIR}/third_party/${name}" EXCLUDE_FROM_ALL SYSTEM)
 endfunction()
 
 find_package(Threads REQUIRED)
@@ -67,13 +79,8 @@ endif()
 # --- yaml-cpp (compiled) ---
 find_package(yaml-cpp QUIET)
 if(NOT yaml-cpp_FOUND)
-  _gs_need_carried("yaml-cpp" yaml-cpp/CMakeLists.txt)
-  set(YAML_CPP_BUILD_TESTS OFF CACHE BOOL "" FORCE)
-  set(YAML_CPP_BUILD_TOOLS OFF CACHE BOOL "" FORCE)
-  set(YAML_CPP_BUILD_CONTRIB OFF CACHE BOOL "" FORCE)
-  set(YAML_CPP_INSTALL OFF CACHE BOOL "" FORCE)
-  set(YAML_BUILD_SHARED_LIBS OFF CACHE BOOL "" FORCE)
-  add_subdirectory("${_gs_tp}/yaml-cpp" "${CMAKE_BINARY_DIR}/third_party/yaml-cpp" EXCLUDE_FROM_ALL SYSTEM)
+  _gs_add_carried_source(yaml-cpp YAML_CPP_BUILD_TESTS=OFF YAML_CPP_BUILD_TOOLS=OFF YAML_CPP_BUILD_CONTRIB=OFF
+                         YAML_CPP_INSTALL=OFF YAML_BUILD_SHARED_LIBS=OFF)
   set_target_properties(yaml-cpp PROPERTIES POSITION_INDEPENDENT_CODE ON)
   list(APPEND GREENSHARD_CARRIED_DEPS yaml-cpp)
 endif()
@@ -82,21 +89,22 @@ endif()
 # controller serve /metrics themselves) ---
 find_package(prometheus-cpp CONFIG QUIET)
 if(NOT prometheus-cpp_FOUND)
-  _gs_need_carried("prometheus-cpp" prometheus-cpp/CMakeLists.txt)
-  set(ENABLE_PULL OFF CACHE BOOL "" FORCE)
-  set(ENABLE_PUSH OFF CACHE BOOL "" FORCE)
-  set(ENABLE_COMPRESSION OFF CACHE BOOL "" FORCE)
-  set(ENABLE_TESTING OFF CACHE BOOL "" FORCE)
-  set(USE_THIRDPARTY_LIBRARIES OFF CACHE BOOL "" FORCE)
-  set(OVERRIDE_CXX_STANDARD_FLAGS OFF CACHE BOOL "" FORCE)
-  set(GENERATE_PKGCONFIG OFF CACHE BOOL "" FORCE)
-  add_subdirectory("${_gs_tp}/prometheus-cpp" "${CMAKE_BINARY_DIR}/third_party/prometheus-cpp" EXCLUDE_FROM_ALL SYSTEM)
+  _gs_add_carried_source(prometheus-cpp ENABLE_PULL=OFF ENABLE_PUSH=OFF ENABLE_COMPRESSION=OFF ENABLE_TESTING=OFF
+                         USE_THIRDPARTY_LIBRARIES=OFF OVERRIDE_CXX_STANDARD_FLAGS=OFF GENERATE_PKGCONFIG=OFF)
   list(APPEND GREENSHARD_CARRIED_DEPS prometheus-cpp)
 endif()
 
 # --- OpenSSL (optional) ---
 find_package(OpenSSL QUIET)
 set(GREENSHARD_HAVE_OPENSSL ${OPENSSL_FOUND})
+# libcrypto (hashes, PEM bundles) for the folders that use it: linked where
+# there is one, else GREENSHARD_NO_OPENSSL for the code to refuse that input.
+add_library(greenshard_crypto INTERFACE)
+if(GREENSHARD_HAVE_OPENSSL)
+  target_link_libraries(greenshard_crypto INTERFACE OpenSSL::Crypto)
+else()
+  target_compile_definitions(greenshard_crypto INTERFACE GREENSHARD_NO_OPENSSL=1)
+endif()
 
 # --- cpp-httplib: Debian's compiled library (its split header), else the
 # carried single header; with OpenSSL where there is one ---
@@ -158,7 +166,7 @@ if(GLPK_INCLUDE_DIR AND GLPK_LIBRARY)
 endif()
 
 # ON or OFF, whatever the find module left (TRUE, 1, empty ...).
-foreach(_gs_dep OPENSSL CURL SENTENCEPIECE GLOO GLPK)
+foreach(_gs_dep OPENSSL CURL SENTENCEPIECE GLOO GLPK SQLITE3)
   if(GREENSHARD_HAVE_${_gs_dep})
     set(GREENSHARD_HAVE_${_gs_dep} ON)
   else()

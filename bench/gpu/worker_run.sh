@@ -101,28 +101,15 @@ EOF
 }
 config false > "$work/job1.yaml"
 config true > "$work/job2.yaml"
-# The last JSON step line of a log: "step loss".
-last_step() { python3 - "$1" <<'EOF'
-import json, sys
-last = None
-for line in open(sys.argv[1], errors="replace"):
-    if line.startswith("{"):
-        try:
-            j = json.loads(line)
-        except ValueError:
-            continue
-        if "step" in j and "loss" in j:
-            last = j
-print(f'{last["step"]} {last["loss"]}' if last else "0 nan")
-EOF
-}
+# The worker's JSON step lines: bench/gpu/worker_steps.py.
+steps_py() { python3 "$(dirname "${BASH_SOURCE[0]}")/worker_steps.py" "$@"; }
 log "train: $steps steps, checkpoint every $ckpt, device $device"
 "$worker" --config "$work/job1.yaml" --job_id gpu-worker > "$work/run1.log" 2>&1 &
 pid=$!
 deadline=$((SECONDS + timeout_s))
 scraped=0
 while kill -0 $pid 2>/dev/null; do
-  read -r step _ < <(last_step "$work/run1.log")
+  read -r step _ < <(steps_py last "$work/run1.log")
   if ((step >= ckpt + 5)); then
     python3 - "http://127.0.0.1:$port/metrics" > "$work/metrics.txt" <<'EOF' && scraped=1
 import sys, urllib.request
@@ -136,10 +123,8 @@ EOF
 done
 wait $pid
 rc1=$?
-read -r step1 loss1 < <(last_step "$work/run1.log")
-first1=$(python3 -c 'import json,sys
-for l in open(sys.argv[1], errors="replace"):
-    if l.startswith("{") and "\"loss\"" in l: print(json.loads(l)["loss"]); break' "$work/run1.log")
+read -r step1 loss1 < <(steps_py last "$work/run1.log")
+read -r _ first1 < <(steps_py first "$work/run1.log")
 log "run 1: exit $rc1 at logged step $step1, loss $first1 -> $loss1"
 tail -3 "$work/run1.log"
 state1=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["state"], s["steps"])' "$work/summary.json" 2>/dev/null)
@@ -177,41 +162,8 @@ log "resume"
 timeout -k 10 "$timeout_s" "$worker" --config "$work/job2.yaml" --job_id gpu-worker > "$work/run2.log" 2>&1
 rc2=$?
 tail -3 "$work/run2.log"
-read -r resumed_ok worker_mfu < <(python3 - "$work/run2.log" "$work/summary.json" "$saved1" "$steps" "$first1" "$loss1" <<'EOF'
-import json, statistics, sys
-log, summary, saved, steps, first1, last1 = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
-lines = []
-for l in open(log, errors="replace"):
-    if l.startswith("{"):
-        try:
-            j = json.loads(l)
-        except ValueError:
-            continue
-        if "step" in j and "loss" in j:
-            lines.append(j)
-why = []
-try:
-    s = json.load(open(summary))
-except (OSError, ValueError) as e:
-    s = {}
-    why.append(f"no summary: {e}")
-if s.get("state") != "succeeded" or s.get("steps") != steps:
-    why.append(f"the resumed run ended {s.get('state')} at step {s.get('steps')}, not succeeded at {steps}")
-if s.get("resumed_from_step") != saved or saved <= 0:
-    why.append(f"it resumed from step {s.get('resumed_from_step')}, not the step saved at SIGTERM ({saved})")
-if not lines or lines[0]["step"] <= saved:
-    why.append(f"its first logged step {lines[0]['step'] if lines else None} is not after {saved}")
-else:
-    # The loss goes on from where it was: near run 1's last, far below run 1's first.
-    l0 = lines[0]["loss"]
-    if not (abs(l0 - last1) <= max(0.5, 0.15 * last1) and l0 < first1 - 0.5):
-        why.append(f"its first loss {l0:.3f} does not continue run 1's ({first1:.3f} -> {last1:.3f})")
-for w in why:
-    print("worker_run: FAIL:", w, file=sys.stderr)
-mfus = [j["mfu"] for j in lines[1:] if j.get("mfu", 0) > 0]
-print(0 if why else 1, statistics.median(mfus) if mfus else float("nan"))
-EOF
-)
+read -r resumed_ok worker_mfu < <(steps_py resumed "$work/run2.log" "$work/summary.json" "$saved1" "$steps" \
+  "$first1" "$loss1")
 [ "$resumed_ok" = 1 ] || fail "the resume (exit $rc2) did not continue run 1 (above)"
 
 # --- 5. export and sample ---

@@ -9,30 +9,7 @@
 #      summary.
 # Usage: image_test.sh BUILD_DIR. Needs root, podman, runc and mmdebstrap
 # (scripts/setup.sh installs them). Leaves no container, mount or file behind.
-set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: image_test.sh BUILD_DIR" >&2; exit 2; }
-build_dir=$(realpath "$1")
-repo=$(realpath "$(dirname "$0")/../..")
-
-fail() { echo "image_test: FAIL: $*" >&2; exit 1; }
-
-tmp=$(mktemp -d /tmp/greenshard-image-test.XXXXXX)
-podman=(podman --root "$tmp/storage/root" --runroot "$tmp/storage/run")
-export CONTAINERS_CONF="$build_dir/images/containers.conf"  # written by images.sh
-cleanup() {
-  local rc=$?
-  if [ $rc -ne 0 ]; then
-    for c in $("${podman[@]}" ps -a --format '{{.Names}}' 2>/dev/null); do
-      echo "--- logs of $c" >&2; "${podman[@]}" logs "$c" 2>&1 | tail -20 >&2 || true
-    done
-  fi
-  "${podman[@]}" rm -a -f -t 0 >/dev/null 2>&1 || true
-  "${podman[@]}" rmi -a -f >/dev/null 2>&1 || true
-  grep -o " $tmp[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
-  rm -rf "$tmp"
-  exit $rc
-}
-trap cleanup EXIT
+. "$(dirname "$0")/podman_scratch.sh" image_test "$@"  # build_dir repo tmp podman fail, cleanup on exit
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

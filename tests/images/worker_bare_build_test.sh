@@ -18,25 +18,7 @@
 # mmdebstrap and the Debian mirror of scripts/setup.sh (apt-get source).
 # Leaves no container, image, mount or file behind (the root filesystem is
 # cached in BUILD_DIR/images, as scripts/images.sh does).
-set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: worker_bare_build_test.sh BUILD_DIR" >&2; exit 2; }
-build_dir=$(realpath "$1")
-repo=$(realpath "$(dirname "$0")/../..")
-
-fail() { echo "worker_bare_build_test: FAIL: $*" >&2; exit 1; }
-
-tmp=$(mktemp -d /tmp/greenshard-bare-build.XXXXXX)
-podman=(podman --root "$tmp/storage/root" --runroot "$tmp/storage/run")
-export CONTAINERS_CONF="$build_dir/images/containers.conf"  # written by images.sh
-cleanup() {
-  local rc=$?
-  "${podman[@]}" rm -a -f -t 0 >/dev/null 2>&1 || true
-  "${podman[@]}" rmi -a -f >/dev/null 2>&1 || true
-  grep -o " $tmp[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
-  rm -rf "$tmp"
-  exit $rc
-}
-trap cleanup EXIT
+. "$(dirname "$0")/podman_scratch.sh" worker_bare_build_test "$@"  # build_dir repo tmp podman fail, cleanup on exit
 
 # --- 1. the carried folder ---
 bash "$repo/scripts/gpu_deps.sh" prepare "$tmp/third_party" | tee "$tmp/prepare.out"

@@ -26,9 +26,5 @@ if(NOT TARGET greenshard_spec)
     PUBLIC shard_names nlohmann_json::nlohmann_json
     PRIVATE carbon yaml-cpp)
   # PEM bundles are read with libcrypto; a build without OpenSSL refuses them.
-  if(GREENSHARD_HAVE_OPENSSL)
-    target_link_libraries(greenshard_spec PRIVATE OpenSSL::Crypto)
-  else()
-    target_compile_definitions(greenshard_spec PRIVATE GREENSHARD_NO_OPENSSL=1)
-  endif()
+  target_link_libraries(greenshard_spec PRIVATE greenshard_crypto)
 endif()
