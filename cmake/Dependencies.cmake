@@ -55,25 +55,28 @@ function(_gs_add_carried_source name)
   add_subdirectory("${_gs_tp}/${name}" "${CMAKE_BINARY_DIR}/third_party/${name}" EXCLUDE_FROM_ALL SYSTEM)
 endfunction()
 
+# A carried header-only library as the imported target the system's package
+# would define (the carried include/ folder); `header` proves it is there.
+macro(_gs_add_carried_headers name target header)
+  _gs_need_carried("${name}" ${header})
+  add_library(${target} INTERFACE IMPORTED GLOBAL)
+  target_include_directories(${target} SYSTEM INTERFACE "${_gs_tp}/include")
+  list(APPEND GREENSHARD_CARRIED_DEPS ${name})
+endmacro()
+
 find_package(Threads REQUIRED)
 find_package(PkgConfig QUIET)
 
 # --- nlohmann/json (header-only) ---
 find_package(nlohmann_json 3 QUIET)
 if(NOT nlohmann_json_FOUND)
-  _gs_need_carried("nlohmann/json" include/nlohmann/json.hpp)
-  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED GLOBAL)
-  target_include_directories(nlohmann_json::nlohmann_json SYSTEM INTERFACE "${_gs_tp}/include")
-  list(APPEND GREENSHARD_CARRIED_DEPS nlohmann_json)
+  _gs_add_carried_headers(nlohmann_json nlohmann_json::nlohmann_json include/nlohmann/json.hpp)
 endif()
 
 # --- CLI11 (header-only) ---
 find_package(CLI11 QUIET)
 if(NOT CLI11_FOUND)
-  _gs_need_carried("CLI11" include/CLI/CLI.hpp)
-  add_library(CLI11::CLI11 INTERFACE IMPORTED GLOBAL)
-  target_include_directories(CLI11::CLI11 SYSTEM INTERFACE "${_gs_tp}/include")
-  list(APPEND GREENSHARD_CARRIED_DEPS CLI11)
+  _gs_add_carried_headers(CLI11 CLI11::CLI11 include/CLI/CLI.hpp)
 endif()
 
 # --- yaml-cpp (compiled) ---
