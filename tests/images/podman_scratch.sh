@@ -12,7 +12,8 @@ repo=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../..")
 
 fail() { echo "$_gs_name: FAIL: $*" >&2; exit 1; }
 
-tmp=$(mktemp -d "/tmp/greenshard-$_gs_name.XXXXXX")
+# (Short: podman refuses a runroot path over 50 characters.)
+tmp=$(mktemp -d /tmp/gs-img.XXXXXX)
 podman=(podman --root "$tmp/storage/root" --runroot "$tmp/storage/run")
 export CONTAINERS_CONF="$build_dir/images/containers.conf"  # written by images.sh
 _gs_cleanup() {
