@@ -54,19 +54,15 @@ std::string ca_bundle_from_env(const std::map<std::string, std::string>& env) {
   return path;
 }
 
-std::pair<std::string, std::string> split_url(const std::string& url) {
-  const auto scheme = url.find("://");
-  if (scheme == std::string::npos || (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0))
-    throw std::invalid_argument("not an http(s) URL: '" + url + "'");
-  const auto slash = url.find('/', scheme + 3);
-  if (slash == std::string::npos) return {url, "/"};
-  return {url.substr(0, slash), url.substr(slash)};
+// The server and the path of a status or intensity URL ("/" when it has none).
+static std::pair<std::string, std::string> server_and_path(const std::string& url) {
+  carbon::HttpUrl u = carbon::split_http_url(url);
+  return {u.base, u.path.empty() ? "/" : u.path};
 }
 
 StatusPusher::StatusPusher(std::string url, std::string token, std::optional<std::string> ca_bundle)
     : token_(std::move(token)), ca_bundle_(resolve_ca_bundle(ca_bundle)) {
-  std::tie(base_, path_) = split_url(url);
-  carbon::parse_http_base_url(base_);  // here, not in loop()'s make_http_client: throws std::invalid_argument
+  std::tie(base_, path_) = server_and_path(url);  // here, not in loop(): throws std::invalid_argument
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -127,7 +123,7 @@ void StatusPusher::loop() {
 std::optional<double> fetch_intensity(const std::string& url, const std::string& token,
                                       const std::optional<std::string>& ca_bundle) {
   try {
-    auto [base, path] = split_url(url);
+    auto [base, path] = server_and_path(url);
     httplib::Client client = carbon::make_http_client(controller_options(base, token, resolve_ca_bundle(ca_bundle)));
     auto res = client.Get(path);
     if (!res || res->status != 200) return std::nullopt;

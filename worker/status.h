@@ -21,10 +21,6 @@
 
 namespace greenshard {
 
-// Splits "http://host:port/path" into ("http://host:port", "/path").
-// Throws std::invalid_argument naming the URL otherwise.
-std::pair<std::string, std::string> split_url(const std::string& url);
-
 // The environment variable naming the CA bundle.
 inline constexpr const char* kCaBundleVar = "GREENSHARD_CA_BUNDLE";
 
@@ -37,7 +33,7 @@ std::string ca_bundle_from_env(const std::map<std::string, std::string>& env);
 // background thread. `ca_bundle`: verifies an https:// url (nullopt: from
 // the process environment, GREENSHARD_CA_BUNDLE; "": the system's CAs).
 // Throws std::invalid_argument naming `url` unless it is
-// http[s]://HOST[:PORT]/PATH (split_url, carbon::parse_http_base_url).
+// http[s]://HOST[:PORT]/PATH (carbon::split_http_url).
 class StatusPusher {
  public:
   StatusPusher(std::string url, std::string token, std::optional<std::string> ca_bundle = std::nullopt);

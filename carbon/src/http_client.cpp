@@ -46,6 +46,16 @@ HttpEndpoint parse_http_base_url(const std::string& url) {
   return e;
 }
 
+HttpUrl split_http_url(const std::string& url) {
+  const size_t scheme = url.find("://");
+  const size_t slash = scheme == std::string::npos ? std::string::npos : url.find('/', scheme + 3);
+  HttpUrl u;
+  u.base = url.substr(0, slash);
+  if (slash != std::string::npos) u.path = url.substr(slash);
+  parse_http_base_url(u.base);
+  return u;
+}
+
 httplib::Client make_http_client(const HttpClientOptions& options) {
   parse_http_base_url(options.base_url);
 #ifndef CPPHTTPLIB_OPENSSL_SUPPORT

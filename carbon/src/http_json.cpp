@@ -14,20 +14,21 @@ using Kind = ProviderError::Kind;
 nlohmann::json get_json(const HttpOptions& options, const std::string& path,
                         const std::multimap<std::string, std::string>& params,
                         const std::multimap<std::string, std::string>& headers, const std::string& who) {
-  // Split base_url into scheme://host[:port] and a path prefix.
-  std::string base = options.base_url;
-  if (base.empty()) throw ProviderError(Kind::kNoData, who + ": no base URL configured");
-  auto scheme_end = base.find("://");
-  size_t host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  auto path_start = base.find('/', host_start);
-  std::string host = path_start == std::string::npos ? base : base.substr(0, path_start);
-  std::string prefix = path_start == std::string::npos ? "" : base.substr(path_start);
+  // base_url is scheme://host[:port] and a path prefix.
+  if (options.base_url.empty()) throw ProviderError(Kind::kNoData, who + ": no base URL configured");
+  HttpUrl url;
+  try {
+    url = split_http_url(options.base_url);
+  } catch (const std::invalid_argument& e) {
+    throw ProviderError(Kind::kNoData, who + " GET " + path + ": invalid base URL " + e.what());
+  }
+  std::string prefix = url.path;
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   std::string full = prefix + path;
   std::string what = who + " GET " + full;
 
   HttpClientOptions client_options;
-  client_options.base_url = host;
+  client_options.base_url = url.base;
   client_options.connect_timeout = options.connect_timeout;
   client_options.read_timeout = options.read_timeout;
   client_options.write_timeout = options.read_timeout;

@@ -4,6 +4,8 @@
 #include "controller/config/intensity_sources.h"
 #include "controller/core/yaml_json.h"
 
+#include "carbon/http_client.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -119,12 +121,13 @@ CarbonSourceConfig parse_carbon_source_yaml(const std::string& text, const std::
   not_for("forecaster");  // live sources: the source's own forecast
   not_for("replay");
   if (c.url.empty()) throw std::runtime_error(origin + ": url: required for source " + c.source);
-  const size_t sep = c.url.find("://");
-  const bool scheme = c.url.rfind("http://", 0) == 0 || c.url.rfind("https://", 0) == 0;
   const bool space = std::any_of(c.url.begin(), c.url.end(), [](unsigned char ch) { return std::isspace(ch); });
-  const bool host = scheme && sep + 3 < c.url.size() && c.url[sep + 3] != '/';
-  if (!scheme || space || !host)
-    throw std::runtime_error(origin + ": url: must be http(s)://host[:port][/path], got '" + c.url + "'");
+  try {
+    if (space) throw std::invalid_argument("has white space");
+    carbon::split_http_url(c.url);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(origin + ": url: must be http(s)://host[:port][/path], got '" + c.url + "': " + e.what());
+  }
   if (c.source == "electricitymaps" && c.api_key_file.empty())
     throw std::runtime_error(origin + ": api_key_file: required for source electricitymaps");
   if (!c.api_key_file.empty()) {

@@ -55,6 +55,25 @@ TEST(HttpBaseUrl, AnythingElseIsRefusedNamingTheUrlAndWhatIsWrong) {
   }
 }
 
+TEST(HttpUrl, SplitsIntoTheBaseAndThePathAndChecksTheBase) {
+  struct Case {
+    const char* url;
+    const char* base;
+    const char* path;
+  };
+  for (const Case& c : {Case{"http://h:8080/v1/jobs/j1/status", "http://h:8080", "/v1/jobs/j1/status"},
+                        Case{"https://h", "https://h", ""},
+                        Case{"https://h/", "https://h", "/"},
+                        Case{"http://[::1]:9/a?b=1", "http://[::1]:9", "/a?b=1"}}) {
+    const HttpUrl u = split_http_url(c.url);
+    EXPECT_EQ(u.base, c.base) << c.url;
+    EXPECT_EQ(u.path, c.path) << c.url;
+  }
+  // The base is checked as parse_http_base_url checks it, naming it.
+  for (const char* bad : {"ftp://h/x", "controller:8080/v1", "http:///x", "http://h:0/x", "http://h?x=1", "http://u@h/x"})
+    EXPECT_THROW(split_http_url(bad), std::invalid_argument) << bad;
+}
+
 TEST(HttpClient, ABadBaseUrlIsRefusedBeforeAnyRequest) {
   HttpClientOptions o;
   o.base_url = "https://h:6443/k8s/clusters/c-1";

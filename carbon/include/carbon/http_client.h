@@ -50,6 +50,18 @@ struct HttpEndpoint {
 // the URL came from.
 HttpEndpoint parse_http_base_url(const std::string& url);
 
+// A URL with a path, "http[s]://HOST[:PORT][/PATH]", in two: its base (up to
+// the first '/' after the scheme, checked as parse_http_base_url) and its
+// path (from that '/', "" when there is none). The one splitter of such URLs
+// (the worker's status and intensity URLs, the providers' base URLs, the
+// controller's carbon source). Throws std::invalid_argument as
+// parse_http_base_url.
+struct HttpUrl {
+  std::string base;
+  std::string path;
+};
+HttpUrl split_http_url(const std::string& url);
+
 // A client of options.base_url with the options' TLS settings, timeouts and
 // bearer token. Throws std::invalid_argument as parse_http_base_url.
 httplib::Client make_http_client(const HttpClientOptions& options);
