@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +49,9 @@ struct ListFilter {
 struct ListPage {
   std::vector<Job> jobs;
   int64_t next_after_seq = 0;  // 0 when this is the last page
+  // Jobs the list looked at: at most the page and one more, whatever the
+  // filter and however many jobs the store holds (each filter has its index).
+  int64_t examined = 0;
 };
 
 class Registry {
@@ -123,6 +127,12 @@ class Registry {
   void reindex(const Job* before, const Job* after);  // under mu_; nullptr: absent
   std::set<std::pair<int, int64_t>> pending_;  // (-priority, seq) of PENDING jobs: scheduling order
   std::set<int64_t> active_seq_;               // seq of non-terminal jobs that are not PENDING
+  // Every job by (tenant, seq), (state, seq) and (tenant, state, seq): a
+  // list costs its page, not the store (a tenant's or a state's jobs among a
+  // long history, scanned under mu_, held up every submission).
+  std::set<std::pair<std::string, int64_t>> by_tenant_;
+  std::set<std::pair<JobState, int64_t>> by_state_;
+  std::set<std::tuple<std::string, JobState, int64_t>> by_tenant_state_;
   std::map<JobState, int64_t> state_count_;
   std::map<std::pair<std::string, std::string>, std::string> idem_;  // (tenant,key) -> id
   std::set<std::pair<std::string, std::string>> idem_inflight_;
