@@ -404,6 +404,70 @@ TEST(ControllerRegistry, OtherTenantsJobsAreInvisible) {
   EXPECT_FALSE(r.update(a.job.id(), "team-b", [](Job&) { return true; }));
 }
 
+// list() through its indexes: a store of 300 jobs, 100 each of team-a,
+// team-b and team-c in turn (seq 1, 2, 3, 4 ...), every fourth of them
+// cancelled. Each row: the filter, then the page's first and last seq, its
+// size, the next page's start, and how many jobs the list looked at -- at
+// most the page and one more, however many jobs the store holds.
+struct ListCase {
+  const char* sentence;
+  const char* tenant;  // "" = all
+  std::optional<JobState> state;
+  int64_t after_seq;
+  int limit;
+  int64_t first, last;
+  size_t size;
+  int64_t next_after_seq;
+};
+class ControllerRegistryList : public ::testing::TestWithParam<ListCase> {};
+
+const ListCase kListCases[] = {
+    {"every job, first page", "", std::nullopt, 0, 10, 1, 10, 10, 10},
+    {"every job, a later page", "", std::nullopt, 295, 10, 296, 300, 5, 0},
+    {"one tenant skips the others' jobs", "team-b", std::nullopt, 0, 5, 2, 14, 5, 14},
+    {"one tenant's last page", "team-c", std::nullopt, 290, 10, 291, 300, 4, 0},
+    {"one state among all tenants", "", JobState::kCancelled, 0, 3, 4, 12, 3, 12},
+    {"one tenant in one state", "team-a", JobState::kCancelled, 0, 2, 4, 16, 2, 16},
+    {"one tenant in one state, to the end", "team-a", JobState::kCancelled, 280, 100, 292, 292, 1, 0},
+    {"a state nobody is in", "team-b", JobState::kRunning, 0, 100, 0, 0, 0, 0},
+    {"a tenant with no jobs", "team-z", std::nullopt, 0, 100, 0, 0, 0, 0},
+};
+
+TEST_P(ControllerRegistryList, PagesComeFromTheFilterIndexAndCostThePage) {
+  const ListCase& c = GetParam();
+  gstest::TempDir dir;
+  Store s(dir.file("c.db"));
+  ManualClock clock(1000);
+  Registry r(s, clock);
+  const char* tenants[] = {"team-a", "team-b", "team-c"};
+  for (int i = 0; i < 300; ++i) {
+    const std::string id = r.submit(tenants[i % 3], spec(), "").job.id();
+    if ((i + 1) % 4 == 0)
+      r.update(id, kAllTenants, [&](Job& j) { return j.transition(JobState::kCancelled, "C", "", 2); });
+  }
+  ListFilter f;
+  f.tenant = *c.tenant ? c.tenant : kAllTenants;
+  f.state = c.state;
+  f.after_seq = c.after_seq;
+  f.limit = c.limit;
+  const ListPage page = r.list(f);
+  ASSERT_EQ(page.jobs.size(), c.size);
+  if (c.size > 0) {
+    EXPECT_EQ(page.jobs.front().seq, c.first);
+    EXPECT_EQ(page.jobs.back().seq, c.last);
+  }
+  for (const Job& j : page.jobs) {
+    if (*c.tenant) EXPECT_EQ(j.tenant(), c.tenant);
+    if (c.state) EXPECT_EQ(j.state(), *c.state);
+    EXPECT_GT(j.seq, c.after_seq);
+  }
+  EXPECT_EQ(page.next_after_seq, c.next_after_seq);
+  EXPECT_LE(page.examined, static_cast<int64_t>(c.size) + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ControllerRegistryList, ::testing::ValuesIn(kListCases),
+                         [](const auto& info) { return gstest::test_name(info.param.sentence); });
+
 TEST(ControllerStore, ADecisionWithAnOutcomeNoControllerWritesIsACorruptStoreNamingIt) {
   gstest::TempDir dir;
   const std::string path = dir.file("c.db");
