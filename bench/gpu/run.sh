@@ -224,7 +224,7 @@ if ((WORKER_MODE)); then
   if [[ "${STATUS[worker_build]:-}" == ok ]]; then
     mfu_bin=()
     [[ "${STATUS[build]:-}" == ok ]] && mfu_bin=(--gpu-mfu "$BUILD/gpu_mfu")
-    run_step worker_run 200 bash "$ROOT/bench/gpu/worker_run.sh" --worker "$WBUILD/worker/greenshard-worker" \
+    run_step worker_run 240 bash "$ROOT/bench/gpu/worker_run.sh" --worker "$WBUILD/worker/greenshard-worker" \
       --work "$LOGDIR/worker" --text "$THIRD_PARTY/data/kjv.txt" "${mfu_bin[@]}"
   fi
   if [[ "${STATUS[build]:-}" == ok ]]; then
