@@ -57,9 +57,15 @@ for v in layers heads embd context vocab batch steps ckpt timeout_s; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "WR_${v^^}: '${!v}' is not a positive integer"
 done
 ((steps >= 3 * ckpt)) || die "WR_STEPS ($steps) must be at least 3 x WR_CKPT ($ckpt): SIGTERM comes after the first checkpoint"
+# --work is emptied first: only a new or empty folder, or one an earlier run
+# of this script made (its marker file), so a mistyped path loses nothing.
+if [ -d "$work" ] && [ -n "$(ls -A "$work")" ] && [ ! -f "$work/.worker_run" ]; then
+  die "--work: '$work' is a folder that holds files and was not made by worker_run.sh; name a new one"
+fi
 rm -rf "$work"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
+: > "$work/.worker_run"
 failed=0
 fail() { echo "worker_run: FAIL: $*"; failed=1; }
 log() { echo "[worker_run $(date +%H:%M:%S)] $*"; }

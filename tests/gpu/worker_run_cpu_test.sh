@@ -30,4 +30,10 @@ rc=$?
 out=$(WR_DEVICE=tpu bash "$ROOT/bench/gpu/worker_run.sh" --worker "$1" --work "$TMP/bad" --text "$TMP/text.txt" 2>&1)
 rc=$?
 [ $rc -eq 2 ] && grep -q "WR_DEVICE: 'tpu' is not cuda or cpu" <<<"$out" || fail "WR_DEVICE=tpu: exit $rc, $out"
+# A --work folder it did not make is left alone.
+mkdir -p "$TMP/mine" && echo keep > "$TMP/mine/file"
+out=$(bash "$ROOT/bench/gpu/worker_run.sh" --worker "$1" --work "$TMP/mine" --text "$TMP/text.txt" 2>&1)
+rc=$?
+[ $rc -eq 2 ] && grep -q "was not made by worker_run.sh" <<<"$out" && [ -f "$TMP/mine/file" ] ||
+  fail "a foreign --work folder: exit $rc, $out"
 echo ok
