@@ -45,19 +45,21 @@ void Registry::load() {
   for (auto& r : store_.load_reservations()) reservations_[r.job_id].push_back(std::move(r));
 }
 
+std::array<Registry::FilterKey, 4> Registry::filter_keys(const Job& j) {
+  const int state = static_cast<int>(j.state());
+  return {FilterKey{j.tenant(), state, j.seq}, FilterKey{j.tenant(), kAnyState, j.seq},
+          FilterKey{kAllTenants, state, j.seq}, FilterKey{kAllTenants, kAnyState, j.seq}};
+}
+
 void Registry::reindex(const Job* before, const Job* after) {
   if (before) {
-    by_tenant_.erase({before->tenant(), before->seq});
-    by_state_.erase({before->state(), before->seq});
-    by_tenant_state_.erase({before->tenant(), before->state(), before->seq});
+    for (const FilterKey& k : filter_keys(*before)) by_filter_.erase(k);
     state_count_[before->state()]--;
     if (before->state() == JobState::kPending) pending_.erase({-before->spec().priority, before->seq});
     else if (!is_terminal(before->state())) active_seq_.erase(before->seq);
   }
   if (after) {
-    by_tenant_.insert({after->tenant(), after->seq});
-    by_state_.insert({after->state(), after->seq});
-    by_tenant_state_.insert({after->tenant(), after->state(), after->seq});
+    for (const FilterKey& k : filter_keys(*after)) by_filter_.insert(k);
     state_count_[after->state()]++;
     if (after->state() == JobState::kPending) pending_.insert({-after->spec().priority, after->seq});
     else if (!is_terminal(after->state())) active_seq_.insert(after->seq);
@@ -141,37 +143,17 @@ std::optional<Job> Registry::get(const std::string& id, const std::string& tenan
 ListPage Registry::list(const ListFilter& f) const {
   ListPage page;
   std::lock_guard<std::mutex> l(mu_);
-  // Every job the index yields matches the filter: the page is its first
-  // `limit`, and one more says there is a next page.
-  auto take = [&](int64_t seq) {
+  // Every entry of the filter's own range matches it: the page is its first
+  // `limit` jobs, and one more says there is a next page.
+  const int state = f.state ? static_cast<int>(*f.state) : kAnyState;
+  for (auto it = by_filter_.upper_bound({f.tenant, state, f.after_seq});
+       it != by_filter_.end() && std::get<0>(*it) == f.tenant && std::get<1>(*it) == state; ++it) {
     ++page.examined;
     if (int(page.jobs.size()) == f.limit) {
       page.next_after_seq = page.jobs.back().seq;
-      return false;
+      break;
     }
-    page.jobs.push_back(jobs_.at(by_seq_.at(seq)));
-    return true;
-  };
-  const bool all = f.tenant == kAllTenants;
-  if (all && !f.state) {
-    for (auto it = by_seq_.upper_bound(f.after_seq); it != by_seq_.end() && take(it->first); ++it) {
-    }
-  } else if (all) {
-    for (auto it = by_state_.upper_bound({*f.state, f.after_seq}); it != by_state_.end() && it->first == *f.state &&
-                                                                    take(it->second);
-         ++it) {
-    }
-  } else if (!f.state) {
-    for (auto it = by_tenant_.upper_bound({f.tenant, f.after_seq}); it != by_tenant_.end() &&
-                                                                     it->first == f.tenant && take(it->second);
-         ++it) {
-    }
-  } else {
-    for (auto it = by_tenant_state_.upper_bound({f.tenant, *f.state, f.after_seq});
-         it != by_tenant_state_.end() && std::get<0>(*it) == f.tenant && std::get<1>(*it) == *f.state &&
-         take(std::get<2>(*it));
-         ++it) {
-    }
+    page.jobs.push_back(jobs_.at(by_seq_.at(std::get<2>(*it))));
   }
   return page;
 }

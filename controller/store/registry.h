@@ -16,14 +16,15 @@
 //     (429 "quota_exceeded").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -127,12 +128,14 @@ class Registry {
   void reindex(const Job* before, const Job* after);  // under mu_; nullptr: absent
   std::set<std::pair<int, int64_t>> pending_;  // (-priority, seq) of PENDING jobs: scheduling order
   std::set<int64_t> active_seq_;               // seq of non-terminal jobs that are not PENDING
-  // Every job by (tenant, seq), (state, seq) and (tenant, state, seq): a
-  // list costs its page, not the store (a tenant's or a state's jobs among a
-  // long history, scanned under mu_, held up every submission).
-  std::set<std::pair<std::string, int64_t>> by_tenant_;
-  std::set<std::pair<JobState, int64_t>> by_state_;
-  std::set<std::tuple<std::string, JobState, int64_t>> by_tenant_state_;
+  // Every job under each list filter it matches, (tenant or kAllTenants,
+  // state or kAnyState, seq): a list walks its own filter's entries, so it
+  // costs its page, not the store (a tenant's or a state's jobs among a long
+  // history, scanned under mu_, held up every submission).
+  static constexpr int kAnyState = -1;
+  using FilterKey = std::tuple<std::string, int, int64_t>;
+  static std::array<FilterKey, 4> filter_keys(const Job& j);
+  std::set<FilterKey> by_filter_;
   std::map<JobState, int64_t> state_count_;
   std::map<std::pair<std::string, std::string>, std::string> idem_;  // (tenant,key) -> id
   std::set<std::pair<std::string, std::string>> idem_inflight_;
