@@ -33,7 +33,8 @@
 # Every part is permissively licensed (MIT, BSD); nothing GPL is carried.
 #
 # Environment: GS_APT_SOURCES (a deb822 .sources file with deb-src entries;
-# default: made from /etc/apt/sources.list.d/debian.sources).
+# default: made from /etc/apt/sources.list.d/debian.sources, else from the
+# "deb" lines of /etc/apt/sources.list).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LIMIT_MIB=48
@@ -84,17 +85,19 @@ prepare() {
   trap 'rm -rf "$work"' RETURN
   # A private apt state with the deb-src entries of this machine's Debian
   # sources, so the machine's own apt configuration is left as it is.
-  mkdir -p "$work/apt/lists/partial" "$work/src"
+  mkdir -p "$work/apt/lists/partial" "$work/src" "$work/apt/parts"
   if [ -n "${GS_APT_SOURCES:-}" ]; then
-    cp "$GS_APT_SOURCES" "$work/apt/src.sources"
+    cp "$GS_APT_SOURCES" "$work/apt/parts/src.sources"
+  elif [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    sed 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources > "$work/apt/parts/src.sources"
+  elif grep -q -E '^[[:space:]]*deb ' /etc/apt/sources.list 2>/dev/null; then
+    # The one-line format: each "deb" line again as "deb-src".
+    sed -n 's/^[[:space:]]*deb /deb-src /p' /etc/apt/sources.list > "$work/apt/parts/src.list"
   else
-    [ -f /etc/apt/sources.list.d/debian.sources ] || die "no /etc/apt/sources.list.d/debian.sources: set GS_APT_SOURCES"
-    sed 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources > "$work/apt/src.sources"
+    die "no Debian apt sources (/etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list): set GS_APT_SOURCES"
   fi
   local apt=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$work/apt/parts"
              -o "Dir::State::Lists=$work/apt/lists" -o "APT::Sandbox::User=root")
-  mkdir -p "$work/apt/parts"
-  cp "$work/apt/src.sources" "$work/apt/parts/src.sources"
   apt-get "${apt[@]}" -qq update || die "apt-get update of the deb-src entries failed"
   local tmpdir="$dir.tmp.$$"
   rm -rf "$tmpdir"
