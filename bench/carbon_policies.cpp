@@ -13,7 +13,7 @@
 //    with a perfect forecast, with 14 % forecast error (perfect+noise14) and
 //    with our own forecaster (blend).
 // 1a. Bounds the same trace from below with the capacity-constrained LP
-//    relaxation (carbon/lp_bound.h, GLPK): fractional, migration free, each
+//    relaxation (carbon/lp_bound.h, CLP): fractional, migration free, each
 //    job no wider than its GPUs, every deadline and capacity kept; solved in
 //    blocks of two weeks on two threads. The table gets a row for it and a
 //    column vs_bound = each policy's saving / the bound's saving.
@@ -477,13 +477,17 @@ int run(int argc, char** argv) {
   auto blend = with("blend");
   table.push_back(err14);
   table.push_back(blend);
-  // The capacity-constrained LP bound (GLPK): blocks of two weeks, no margin
+  // The capacity-constrained LP bound (CLP): blocks of two weeks, no margin
   // (measured on March 2023: 0.3 % below the exact four-week LP), two threads.
   LpBoundOptions lpo;
   lpo.block_hours = 336;
   lpo.block_margin_hours = 0;
   lpo.threads = 2;
   lpo.skip_infeasible_jobs = true;
+  // One LP row per class of alike jobs (a relaxation: on four weeks of
+  // March 2023, elastic, the bound is 0.09 % lower and CLP solves it in
+  // 9 s instead of 51 s).
+  lpo.merge_alike_jobs = true;
   // A busy machine may spend the budget: an LP it leaves unsolved is priced
   // at 0 (still a bound, a looser one) and printed as a row, never an abort.
   lpo.on_budget_out = LpBudgetOut::kPriceAtZero;
@@ -570,8 +574,8 @@ int run(int argc, char** argv) {
               "## vs_bound = saved_%% / the LP bound's saved_%%)\n%s",
               table_with_bound(table, bound, bound_saved, static_cast<int>(trace.size())).c_str());
   std::printf("# lp-bound: LP relaxation (fractional, migration free, no job wider than its GPUs, every\n"
-              "# deadline and capacity kept), GLPK interior point, %d LPs of two-week blocks (largest %d rows x\n"
-              "# %d columns), %.1f s in GLPK, %.1f s wall on %d threads; bound = Lagrangian at the blocks'\n"
+              "# deadline and capacity kept), CLP dual simplex, alike jobs merged, %d LPs of two-week blocks\n"
+              "# (largest %d rows x %d columns), %.1f s in CLP, %.1f s wall on %d threads; bound = Lagrangian at the blocks'\n"
               "# capacity prices (valid for any prices); %zu jobs infeasible even alone (left out)\n\n",
               bound.lps, bound.max_rows, bound.max_cols, bound.solve_s, bound.total_s, lpo.threads,
               bound.infeasible_jobs.size());

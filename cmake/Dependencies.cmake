@@ -22,14 +22,15 @@
 #   sentencepiece  BPE tokens (the byte tokenizer needs nothing)
 #   Gloo           CPU collectives; a CUDA build without it puts every group
 #                  on NCCL (GREENSHARD_NO_GLOO)
-#   GLPK           the LP bound (carbon_lp_bound: tests and bench only)
+#   GLPK           the LP bound's check (carbon_lp_bound: tests and bench only)
+#   CLP            the LP bound's solver (carbon_lp_bound: tests and bench only)
 #   SQLite3        the controller's store (controller/ refuses to configure
 #                  without it; the worker does not need it)
 #
 # Results: targets yaml-cpp, nlohmann_json::nlohmann_json, CLI11::CLI11,
 # prometheus-cpp::core, greenshard_httplib, greenshard_crypto,
 # greenshard_gloo (when found);
-# variables GREENSHARD_HAVE_OPENSSL, _CURL, _SENTENCEPIECE, _GLOO, _GLPK,
+# variables GREENSHARD_HAVE_OPENSSL, _CURL, _SENTENCEPIECE, _GLOO, _GLPK, _CLP,
 # _SQLITE3.
 set(GREENSHARD_THIRD_PARTY "${CMAKE_CURRENT_SOURCE_DIR}/third_party" CACHE PATH
     "Carried third-party sources and headers (scripts/gpu_deps.sh prepare), used where the system lacks a package")
@@ -168,8 +169,17 @@ if(GLPK_INCLUDE_DIR AND GLPK_LIBRARY)
   set(GREENSHARD_HAVE_GLPK ON)
 endif()
 
+# --- CLP (the LP bound's solver: tests and bench only, like GLPK; EPL-2.0) ---
+set(GREENSHARD_HAVE_CLP OFF)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(CLP QUIET IMPORTED_TARGET clp)
+  if(CLP_FOUND)
+    set(GREENSHARD_HAVE_CLP ON)
+  endif()
+endif()
+
 # ON or OFF, whatever the find module left (TRUE, 1, empty ...).
-foreach(_gs_dep OPENSSL CURL SENTENCEPIECE GLOO GLPK SQLITE3)
+foreach(_gs_dep OPENSSL CURL SENTENCEPIECE GLOO GLPK CLP SQLITE3)
   if(GREENSHARD_HAVE_${_gs_dep})
     set(GREENSHARD_HAVE_${_gs_dep} ON)
   else()
@@ -183,4 +193,4 @@ else()
   set(_gs_carried "all from the system")
 endif()
 message(STATUS "GreenShard dependencies: ${_gs_carried}; OpenSSL ${GREENSHARD_HAVE_OPENSSL}, libcurl ${GREENSHARD_HAVE_CURL}, "
-               "sentencepiece ${GREENSHARD_HAVE_SENTENCEPIECE}, Gloo ${GREENSHARD_HAVE_GLOO}, GLPK ${GREENSHARD_HAVE_GLPK}")
+               "sentencepiece ${GREENSHARD_HAVE_SENTENCEPIECE}, Gloo ${GREENSHARD_HAVE_GLOO}, GLPK ${GREENSHARD_HAVE_GLPK}, CLP ${GREENSHARD_HAVE_CLP}")

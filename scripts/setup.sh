@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev libgloo-dev libopenblas0-pthread
   libgtest-dev libgmock-dev
-  nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libglpk-dev
+  nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libglpk-dev coinor-libclp-dev
   libyaml-cpp-dev libcli11-dev prometheus-cpp-dev prometheus
   libsentencepiece-dev sentencepiece python3-torch
   python3 bible-kjv clang curl chromium iproute2 iptables

@@ -3,6 +3,9 @@
 #include "carbon/accounting.h"
 #include "carbon/error.h"
 
+#include <ClpSimplex.hpp>
+#include <ClpSolve.hpp>
+#include <CoinPackedMatrix.hpp>
 #include <glpk.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <memory>
 #include <numeric>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 namespace carbon {
@@ -291,41 +295,233 @@ std::string overload_hint(const Model& m, const std::vector<int>& ids, const std
   return "";
 }
 
-struct ProbDeleter {
-  void operator()(glp_prob* p) const { glp_delete_prob(p); }
-};
-
 struct Solution {
   double objective = 0;
   long lo = 0, n = 0;                 // hours [lo, lo + n) of the model
   std::vector<double> lambda;         // [region * n + (h - lo)], >= 0
   int rows = 0, cols = 0;
-  bool fallback = false;              // interior point failed, simplex used
+  int lp_jobs = 0;                    // job rows (after merging alike jobs)
+  bool fallback = false;              // glp_interior failed, glp_simplex used
   double seconds = 0;
 };
 
-constexpr size_t kGroupSize = 10;     // jobs per partial-sum row (interior point)
+constexpr size_t kGroupSize = 10;     // jobs per partial-sum row (not for glp_simplex)
 
 // The time budget ran out before or while an LP was solved.
 struct BudgetOut : CarbonError {
   using CarbonError::CarbonError;
 };
 
+// One LP in solver-neutral form: minimize obj . x subject to
+// row_lo <= A x <= row_hi and col_lo <= x <= col_hi; A as (row, col, value)
+// triplets, all indices from 0. Infinite bounds are +-infinity.
+struct LpData {
+  std::vector<double> row_lo, row_hi, col_lo, col_hi, obj;
+  std::vector<int> ia, ja;
+  std::vector<double> ar;
+  int add_row(double lo, double hi) {
+    row_lo.push_back(lo);
+    row_hi.push_back(hi);
+    return static_cast<int>(row_lo.size()) - 1;
+  }
+  int add_col(double lo, double hi, double cost = 0) {
+    col_lo.push_back(lo);
+    col_hi.push_back(hi);
+    obj.push_back(cost);
+    return static_cast<int>(col_lo.size()) - 1;
+  }
+  void entry(int row, int col, double v) {
+    ia.push_back(row);
+    ja.push_back(col);
+    ar.push_back(v);
+  }
+  int rows() const { return static_cast<int>(row_lo.size()); }
+  int cols() const { return static_cast<int>(col_lo.size()); }
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// What a back end returns: on kOptimal the objective and the duals (row
+// duals y and reduced costs d = obj - A'y, the signs of a minimization:
+// a binding <= row or a column at its upper bound has a dual <= 0).
+struct LpResult {
+  enum class Status { kOptimal, kInfeasible, kTimeLimit, kFailed };
+  Status status = Status::kFailed;
+  double objective = 0;
+  std::vector<double> row_dual, col_dual;
+  std::string detail;                 // the solver's own status, for kFailed
+};
+
+// GLPK: glp_interior (no time limit in GLPK) or glp_simplex (presolve on,
+// `left_s` as its tm_lim).
+struct ProbDeleter {
+  void operator()(glp_prob* p) const { glp_delete_prob(p); }
+};
+
+LpResult solve_glpk(const LpData& d, bool interior, double left_s, bool messages) {
+  std::unique_ptr<glp_prob, ProbDeleter> P(glp_create_prob());
+  glp_prob* lp = P.get();
+  glp_set_obj_dir(lp, GLP_MIN);
+  auto bounds_type = [](double lo, double hi) {
+    if (lo == hi) return GLP_FX;
+    if (std::isinf(lo) && std::isinf(hi)) return GLP_FR;
+    if (std::isinf(hi)) return GLP_LO;
+    if (std::isinf(lo)) return GLP_UP;
+    return GLP_DB;
+  };
+  if (d.rows() > 0) glp_add_rows(lp, d.rows());
+  for (int i = 0; i < d.rows(); ++i)
+    glp_set_row_bnds(lp, i + 1, bounds_type(d.row_lo[i], d.row_hi[i]), std::isinf(d.row_lo[i]) ? 0 : d.row_lo[i],
+                     std::isinf(d.row_hi[i]) ? 0 : d.row_hi[i]);
+  if (d.cols() > 0) glp_add_cols(lp, d.cols());
+  for (int j = 0; j < d.cols(); ++j) {
+    glp_set_col_bnds(lp, j + 1, bounds_type(d.col_lo[j], d.col_hi[j]), std::isinf(d.col_lo[j]) ? 0 : d.col_lo[j],
+                     std::isinf(d.col_hi[j]) ? 0 : d.col_hi[j]);
+    glp_set_obj_coef(lp, j + 1, d.obj[j]);
+  }
+  {
+    std::vector<int> ia{0}, ja{0};
+    std::vector<double> ar{0};
+    ia.reserve(d.ia.size() + 1);
+    ja.reserve(d.ja.size() + 1);
+    ar.reserve(d.ar.size() + 1);
+    for (size_t k = 0; k < d.ia.size(); ++k) {
+      ia.push_back(d.ia[k] + 1);
+      ja.push_back(d.ja[k] + 1);
+      ar.push_back(d.ar[k]);
+    }
+    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+  }
+  LpResult r;
+  if (interior) {
+    glp_iptcp parm;
+    glp_init_iptcp(&parm);
+    parm.msg_lev = messages ? GLP_MSG_ALL : GLP_MSG_OFF;
+    const int rc = glp_interior(lp, &parm);
+    if (rc != 0 || glp_ipt_status(lp) != GLP_OPT) {
+      r.detail = "glp_interior returned " + std::to_string(rc) + ", status " + std::to_string(glp_ipt_status(lp));
+      return r;
+    }
+    r.objective = glp_ipt_obj_val(lp);
+  } else {
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = messages ? GLP_MSG_ALL : GLP_MSG_OFF;
+    parm.presolve = GLP_ON;
+    parm.tm_lim = static_cast<int>(std::clamp(left_s * 1000.0, 1.0, 2.0e9));
+    const int rc = glp_simplex(lp, &parm);
+    if (rc == GLP_ENOPFS || (rc == 0 && glp_get_status(lp) == GLP_NOFEAS)) {
+      r.status = LpResult::Status::kInfeasible;
+      return r;
+    }
+    if (rc == GLP_ETMLIM) {
+      r.status = LpResult::Status::kTimeLimit;
+      return r;
+    }
+    if (rc != 0 || glp_get_status(lp) != GLP_OPT) {
+      r.detail = "glp_simplex returned " + std::to_string(rc) + ", status " + std::to_string(glp_get_status(lp));
+      return r;
+    }
+    r.objective = glp_get_obj_val(lp);
+  }
+  r.status = LpResult::Status::kOptimal;
+  r.row_dual.resize(static_cast<size_t>(d.rows()));
+  r.col_dual.resize(static_cast<size_t>(d.cols()));
+  for (int i = 0; i < d.rows(); ++i) r.row_dual[i] = interior ? glp_ipt_row_dual(lp, i + 1) : glp_get_row_dual(lp, i + 1);
+  for (int j = 0; j < d.cols(); ++j) r.col_dual[j] = interior ? glp_ipt_col_dual(lp, j + 1) : glp_get_col_dual(lp, j + 1);
+  return r;
+}
+
+// CLP: the dual simplex after CLP's presolve, `left_s` as its wall-clock limit.
+LpResult solve_clp(const LpData& d, double left_s, bool messages) {
+  ClpSimplex model;
+  model.setLogLevel(messages ? 1 : 0);
+  {
+    CoinPackedMatrix a(true, d.ia.data(), d.ja.data(), d.ar.data(), static_cast<CoinBigIndex>(d.ar.size()));
+    // Columns or rows with no entry at the end: the matrix's own size stops
+    // at the last entry.
+    a.setDimensions(d.rows(), d.cols());
+    auto clip = [](std::vector<double> v) {
+      for (double& x : v)
+        if (std::isinf(x)) x = x > 0 ? COIN_DBL_MAX : -COIN_DBL_MAX;
+      return v;
+    };
+    const auto cl = clip(d.col_lo), cu = clip(d.col_hi), rl = clip(d.row_lo), ru = clip(d.row_hi);
+    model.loadProblem(a, cl.data(), cu.data(), d.obj.data(), rl.data(), ru.data());
+  }
+  model.setMaximumWallSeconds(std::max(left_s, 1e-3));
+  // Perturbed costs: the bound's LPs are highly degenerate (most columns
+  // cost 0), and CLP's automatic choice leaves them unperturbed, which
+  // stalls its dual simplex (measured: over 60 s against 6 s on two weeks).
+  model.setPerturbation(50);
+  ClpSolve how;
+  how.setSolveType(ClpSolve::useDual);
+  how.setPresolveType(ClpSolve::presolveOn);
+  model.initialSolve(how);
+  LpResult r;
+  switch (model.status()) {
+    case 0: break;
+    case 1: r.status = LpResult::Status::kInfeasible; return r;
+    case 3: r.status = LpResult::Status::kTimeLimit; return r;
+    default:
+      r.detail = "ClpSimplex status " + std::to_string(model.status()) + ", secondary " +
+                 std::to_string(model.secondaryStatus());
+      return r;
+  }
+  r.status = LpResult::Status::kOptimal;
+  r.objective = model.objectiveValue();
+  r.row_dual.assign(model.dualRowSolution(), model.dualRowSolution() + d.rows());
+  r.col_dual.assign(model.dualColumnSolution(), model.dualColumnSolution() + d.cols());
+  return r;
+}
+
+// The LP's jobs: each of `ids`, or with `merge` one per class of alike
+// jobs -- the same kind, rate segments and hours -- whose work and usable
+// hour parts add up. A merged class keeps only the sum of its jobs' per-hour
+// limits, so its LP relaxes theirs; the bound stays L(lambda) over the
+// single jobs, valid for any prices.
+std::vector<LpJob> lp_jobs(const Model& m, const std::vector<int>& ids, bool merge) {
+  std::vector<LpJob> out;
+  out.reserve(ids.size());
+  using Key = std::tuple<int, long, size_t, std::vector<std::pair<double, double>>>;
+  std::map<Key, size_t> class_of;
+  for (int i : ids) {
+    const LpJob& j = m.jobs[static_cast<size_t>(i)];
+    if (merge) {
+      std::vector<std::pair<double, double>> sg;
+      for (const auto& s : j.segments) sg.emplace_back(s.gpus_per_work, s.rate);
+      auto [it, fresh] = class_of.try_emplace(Key{j.kind, j.first, j.frac.size(), std::move(sg)}, out.size());
+      if (!fresh) {
+        LpJob& c = out[it->second];
+        c.hours += j.hours;
+        for (size_t t = 0; t < j.frac.size(); ++t) c.frac[t] += j.frac[t];
+        continue;
+      }
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
 // Solves the LP of jobs `ids` (indices into m.jobs) over their windows with
-// `solver`; an interior point failure is re-solved with glp_simplex (which
-// also tells an infeasible LP apart).
+// `solver`; a glp_interior failure is re-solved with glp_simplex (which also
+// tells an infeasible LP apart).
 Solution solve(const Model& m, const std::vector<int>& ids, const std::vector<Job>& trace, const LpBoundOptions& o,
                LpSolver solver, SteadyClock::time_point deadline) {
   Solution sol;
+  const std::vector<LpJob> js = lp_jobs(m, ids, o.merge_alike_jobs);
+  sol.lp_jobs = static_cast<int>(js.size());
   sol.lo = std::numeric_limits<long>::max();
   long hi = 0;
-  for (int i : ids) {
-    sol.lo = std::min(sol.lo, m.jobs[i].first);
-    hi = std::max(hi, m.jobs[i].end());
+  for (const LpJob& j : js) {
+    sol.lo = std::min(sol.lo, j.first);
+    hi = std::max(hi, j.end());
   }
   sol.n = hi - sol.lo;
   const size_t R = m.capacity.size(), K = m.kinds.size(), n = static_cast<size_t>(sol.n);
-  const bool ipm = solver == LpSolver::kInterior;
+  // Partial-sum rows keep every row short: what GLPK's interior point (it
+  // forms A*D*A' row by row) and CLP's dual simplex solve fastest.
+  const bool grouped = solver != LpSolver::kSimplex;
   const std::string what = std::to_string(ids.size()) + " jobs with windows in " +
                            format_time(hour_time(m.h0 + sol.lo)) + " .. " + format_time(hour_time(m.h0 + hi));
   double left_s = std::chrono::duration<double>(deadline - SteadyClock::now()).count();
@@ -335,8 +531,7 @@ Solution solve(const Model& m, const std::vector<int>& ids, const std::vector<Jo
 
   // Which kinds run in which hours; how many kinds share a region-hour.
   std::vector<char> active(K * n, 0);
-  for (int i : ids) {
-    const LpJob& j = m.jobs[i];
+  for (const LpJob& j : js) {
     for (size_t t = 0; t < j.frac.size(); ++t)
       if (j.frac[t] > 0) active[j.kind * n + (j.first + t - sol.lo)] = 1;
   }
@@ -348,70 +543,47 @@ Solution solve(const Model& m, const std::vector<int>& ids, const std::vector<Jo
           if (!std::isnan(m.cost(static_cast<int>(k), lr, sol.lo + static_cast<long>(h))))
             ++sharing[m.kinds[k].regions[lr] * n + h];
 
-  std::unique_ptr<glp_prob, ProbDeleter> P(glp_create_prob());
-  glp_prob* lp = P.get();
-  glp_set_obj_dir(lp, GLP_MIN);
-  std::vector<int> ia{0}, ja{0};
-  std::vector<double> ar{0};
-  auto entry = [&](int row, int col, double v) {
-    ia.push_back(row);
-    ja.push_back(col);
-    ar.push_back(v);
-  };
+  LpData lp;
   // Rows: work per job; balance per active kind-hour (sum of the kind's
   // GPU-hours = sum over regions); capacity per region-hour shared by kinds
-  // (otherwise a bound on the one z column).
-  int job_row0 = glp_add_rows(lp, static_cast<int>(ids.size()));
-  for (size_t a = 0; a < ids.size(); ++a) {
-    double w = m.jobs[ids[a]].hours;
-    glp_set_row_bnds(lp, job_row0 + static_cast<int>(a), GLP_FX, w, w);
-  }
-  std::vector<int> balance_row(K * n, 0), cap_row(R * n, 0);
+  // (otherwise a bound on the one z column). -1: no row.
+  const int job_row0 = lp.rows();
+  for (const LpJob& j : js) lp.add_row(j.hours, j.hours);
+  std::vector<int> balance_row(K * n, -1), cap_row(R * n, -1);
   for (size_t x = 0; x < K * n; ++x)
-    if (active[x]) {
-      balance_row[x] = glp_add_rows(lp, 1);
-      glp_set_row_bnds(lp, balance_row[x], GLP_FX, 0, 0);
-    }
+    if (active[x]) balance_row[x] = lp.add_row(0, 0);
   for (size_t x = 0; x < R * n; ++x)
-    if (sharing[x] > 1) {
-      cap_row[x] = glp_add_rows(lp, 1);
-      glp_set_row_bnds(lp, cap_row[x], GLP_UP, 0, m.capacity[x / n]);
-    }
+    if (sharing[x] > 1) cap_row[x] = lp.add_row(-kInf, m.capacity[x / n]);
   // y columns (x summed over regions): hours of job j in hour t, 0 <= y <= f.
-  // Interior point: into a group's partial-sum row, whose sum column u
-  // enters the balance row.
-  std::vector<size_t> order(ids.size());
+  // Grouped: into a group's partial-sum row, whose sum column u enters the
+  // balance row.
+  std::vector<size_t> order(js.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const LpJob& x = m.jobs[ids[a]];
-    const LpJob& y = m.jobs[ids[b]];
-    return std::make_pair(x.kind, x.first) < std::make_pair(y.kind, y.first);
+    return std::make_pair(js[a].kind, js[a].first) < std::make_pair(js[b].kind, js[b].first);
   });
   std::map<std::pair<size_t, size_t>, int> group_row;   // (group, kind-hour) -> row
   for (size_t oi = 0; oi < order.size(); ++oi) {
-    size_t a = order[oi];
-    const LpJob& j = m.jobs[ids[a]];
+    const size_t a = order[oi];
+    const LpJob& j = js[a];
     for (size_t t = 0; t < j.frac.size(); ++t) {
       if (j.frac[t] <= 0) continue;
-      size_t kh = j.kind * n + (j.first + t - sol.lo);
+      const size_t kh = j.kind * n + (j.first + t - sol.lo);
       for (const auto& sg : j.segments) {
-        int col = glp_add_cols(lp, 1);
-        glp_set_col_bnds(lp, col, GLP_DB, 0, j.frac[t] * sg.rate);
-        entry(job_row0 + static_cast<int>(a), col, 1.0);
-        if (!ipm) {
-          entry(balance_row[kh], col, sg.gpus_per_work);
+        const int col = lp.add_col(0, j.frac[t] * sg.rate);
+        lp.entry(job_row0 + static_cast<int>(a), col, 1.0);
+        if (!grouped) {
+          lp.entry(balance_row[kh], col, sg.gpus_per_work);
           continue;
         }
         auto [it, fresh] = group_row.try_emplace({oi / kGroupSize, kh}, 0);
         if (fresh) {
-          it->second = glp_add_rows(lp, 1);
-          glp_set_row_bnds(lp, it->second, GLP_FX, 0, 0);
-          int u = glp_add_cols(lp, 1);
-          glp_set_col_bnds(lp, u, GLP_LO, 0, 0);
-          entry(it->second, u, -1.0);
-          entry(balance_row[kh], u, 1.0);
+          it->second = lp.add_row(0, 0);
+          const int u = lp.add_col(0, kInf);
+          lp.entry(it->second, u, -1.0);
+          lp.entry(balance_row[kh], u, 1.0);
         }
-        entry(it->second, col, sg.gpus_per_work);
+        lp.entry(it->second, col, sg.gpus_per_work);
       }
     }
   }
@@ -425,73 +597,50 @@ Solution solve(const Model& m, const std::vector<int>& ids, const std::vector<Jo
     for (size_t h = 0; h < n; ++h) {
       if (!active[k * n + h]) continue;
       for (size_t lr = 0; lr < m.kinds[k].regions.size(); ++lr) {
-        double g = m.cost(static_cast<int>(k), lr, sol.lo + static_cast<long>(h));
-        size_t r = static_cast<size_t>(m.kinds[k].regions[lr]);
+        const double g = m.cost(static_cast<int>(k), lr, sol.lo + static_cast<long>(h));
+        const size_t r = static_cast<size_t>(m.kinds[k].regions[lr]);
         if (std::isnan(g) || m.capacity[r] <= 0) continue;
-        int col = glp_add_cols(lp, 1);
-        glp_set_obj_coef(lp, col, g);
-        if (cap_row[r * n + h]) {
-          glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
-          entry(cap_row[r * n + h], col, 1.0);
-        } else {
-          glp_set_col_bnds(lp, col, GLP_DB, 0, m.capacity[r]);
-        }
-        entry(balance_row[k * n + h], col, -1.0);
+        const bool shared = cap_row[r * n + h] >= 0;
+        const int col = lp.add_col(0, shared ? kInf : m.capacity[r], g);
+        if (shared) lp.entry(cap_row[r * n + h], col, 1.0);
+        lp.entry(balance_row[k * n + h], col, -1.0);
         zcols.push_back({col, r, h});
       }
     }
-  sol.rows = glp_get_num_rows(lp);
-  sol.cols = glp_get_num_cols(lp);
-  glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
-  std::vector<int>().swap(ia);
-  std::vector<int>().swap(ja);
-  std::vector<double>().swap(ar);
+  sol.rows = lp.rows();
+  sol.cols = lp.cols();
 
   auto t0 = SteadyClock::now();
-  int rc = 0;
-  if (ipm) {
-    glp_iptcp parm;
-    glp_init_iptcp(&parm);
-    parm.msg_lev = o.glpk_messages ? GLP_MSG_ALL : GLP_MSG_OFF;
-    rc = glp_interior(lp, &parm);
-    sol.seconds = seconds_since(t0);
-    if (rc != 0 || glp_ipt_status(lp) != GLP_OPT) {
-      P.reset();
-      Solution s = solve(m, ids, trace, o, LpSolver::kSimplex, deadline);
-      s.fallback = true;
-      s.seconds += sol.seconds;
-      return s;
-    }
-    sol.objective = glp_ipt_obj_val(lp);
-  } else {
-    glp_smcp parm;
-    glp_init_smcp(&parm);
-    parm.msg_lev = o.glpk_messages ? GLP_MSG_ALL : GLP_MSG_OFF;
-    parm.presolve = GLP_ON;
-    parm.tm_lim = static_cast<int>(std::clamp(left_s * 1000.0, 1.0, 2.0e9));
-    rc = glp_simplex(lp, &parm);
-    sol.seconds = seconds_since(t0);
-    if (rc == GLP_ENOPFS || (rc == 0 && glp_get_status(lp) == GLP_NOFEAS))
+  const LpResult res = solver == LpSolver::kClp ? solve_clp(lp, left_s, o.solver_messages)
+                                                : solve_glpk(lp, solver == LpSolver::kInterior, left_s, o.solver_messages);
+  sol.seconds = seconds_since(t0);
+  if (solver == LpSolver::kInterior && res.status != LpResult::Status::kOptimal) {
+    Solution s = solve(m, ids, trace, o, LpSolver::kSimplex, deadline);
+    s.fallback = true;
+    s.seconds += sol.seconds;
+    return s;
+  }
+  const std::string size = " (" + std::to_string(sol.rows) + " rows, " + std::to_string(sol.cols) + " columns)";
+  switch (res.status) {
+    case LpResult::Status::kOptimal: break;
+    case LpResult::Status::kInfeasible:
       throw CarbonError("lp_bound: no fractional schedule of the " + what +
                         " finishes every job by its deadline within the regions' capacity" +
                         overload_hint(m, ids, trace));
-    if (rc == GLP_ETMLIM)
-      throw BudgetOut("lp_bound: GLPK reached the time limit of " + hours_str(o.time_limit_s) +
-                        " s on the LP of the " + what + " (" + std::to_string(sol.rows) + " rows, " +
-                        std::to_string(sol.cols) + " columns); raise LpBoundOptions::time_limit_s or use blocks");
-    if (rc != 0 || glp_get_status(lp) != GLP_OPT)
-      throw CarbonError("lp_bound: GLPK simplex failed on the LP of the " + what + " (glp_simplex returned " +
-                        std::to_string(rc) + ", status " + std::to_string(glp_get_status(lp)) + ")");
-    sol.objective = glp_get_obj_val(lp);
+    case LpResult::Status::kTimeLimit:
+      throw BudgetOut("lp_bound: the solver reached the time limit of " + hours_str(o.time_limit_s) +
+                      " s on the LP of the " + what + size + "; raise LpBoundOptions::time_limit_s or use blocks");
+    case LpResult::Status::kFailed:
+      throw CarbonError("lp_bound: the solver failed on the LP of the " + what + size + ": " + res.detail);
   }
+  sol.objective = res.objective;
   // Capacity prices: minus the dual of the capacity row, or of z's upper bound.
-  auto row_dual = [&](int i) { return ipm ? glp_ipt_row_dual(lp, i) : glp_get_row_dual(lp, i); };
-  auto col_dual = [&](int j) { return ipm ? glp_ipt_col_dual(lp, j) : glp_get_col_dual(lp, j); };
   sol.lambda.assign(R * n, 0.0);
   for (size_t x = 0; x < R * n; ++x)
-    if (cap_row[x]) sol.lambda[x] = std::max(0.0, -row_dual(cap_row[x]));
+    if (cap_row[x] >= 0) sol.lambda[x] = std::max(0.0, -res.row_dual[static_cast<size_t>(cap_row[x])]);
   for (const auto& z : zcols)
-    if (!cap_row[z.region * n + z.hour]) sol.lambda[z.region * n + z.hour] = std::max(0.0, -col_dual(z.col));
+    if (cap_row[z.region * n + z.hour] < 0)
+      sol.lambda[z.region * n + z.hour] = std::max(0.0, -res.col_dual[static_cast<size_t>(z.col)]);
   return sol;
 }
 
@@ -614,6 +763,7 @@ LpBound lp_bound(const std::vector<Job>& trace, const SimConfig& config, const L
     ++out.lps;
     out.simplex_fallbacks += s.fallback ? 1 : 0;
     out.max_rows = std::max(out.max_rows, s.rows);
+    out.lp_job_rows += s.lp_jobs;
     out.max_cols = std::max(out.max_cols, s.cols);
     out.solve_s += s.seconds;
     if (options.block_hours == 0) out.lp_grams = s.objective;

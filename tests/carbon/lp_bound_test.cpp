@@ -61,7 +61,7 @@ Job job(std::string id, int gpus, double hours, int submit_min, int deadline_h, 
   return j;
 }
 
-double bound(const std::vector<Job>& jobs, const SimConfig& c, LpSolver solver = LpSolver::kInterior) {
+double bound(const std::vector<Job>& jobs, const SimConfig& c, LpSolver solver = LpSolver::kClp) {
   LpBoundOptions o;
   o.solver = solver;
   return lp_bound(jobs, c, o).grams;
@@ -78,10 +78,11 @@ void PrintTo(const HandCase& c, std::ostream* os) { *os << '"' << c.name << '"';
 
 class LpBoundHandOptimum : public ::testing::TestWithParam<HandCase> {};
 
-TEST_P(LpBoundHandOptimum, BothSolversFindIt) {
+// CLP (the bound's solver) and GLPK's two (the independent check).
+TEST_P(LpBoundHandOptimum, EverySolverFindsIt) {
   const auto& c = GetParam();
   SimConfig w = tiny_world(c.regions);
-  for (auto solver : {LpSolver::kInterior, LpSolver::kSimplex}) {
+  for (auto solver : {LpSolver::kClp, LpSolver::kInterior, LpSolver::kSimplex}) {
     LpBoundOptions o;
     o.solver = solver;
     LpBound b = lp_bound(c.jobs, w, o);
@@ -240,7 +241,9 @@ TEST_P(LpBoundBruteForce, TwoRegionsFourHoursTwoJobs) {
     ++compared;
     double b = bound(jobs, w, LpSolver::kSimplex);
     double ipm = bound(jobs, w, LpSolver::kInterior);
+    double clp = bound(jobs, w, LpSolver::kClp);
     EXPECT_NEAR(ipm, b, 1e-6 * b) << "#" << instance;
+    EXPECT_NEAR(clp, b, 1e-6 * b) << "#" << instance;
     if (c.integral_is_fractional_optimal)
       EXPECT_NEAR(b, exact, 1e-6 * exact) << "#" << instance;
     else
@@ -327,6 +330,27 @@ TEST(LpBound, BelowTheElasticPolicyAndBelowTheFixedWidthBound) {
   EXPECT_LE(b.grams, r.total_grams);
 }
 
+// CLP solves every LP of the bench; GLPK, an independent solver, must find
+// the same optimum on four weeks of real data, fixed-width and elastic.
+TEST(LpBound, ClpAgreesWithGlpkOnFourWeeksOfRealData) {
+  World w = world(96);
+  for (bool elastic : {false, true}) {
+    if (elastic)
+      for (auto& j : w.trace) {
+        make_elastic(j, 8);
+        j.migratable = true;
+      }
+    LpBoundOptions o;
+    o.solver = LpSolver::kClp;
+    const LpBound clp = lp_bound(w.trace, w.cfg, o);
+    o.solver = LpSolver::kInterior;
+    const LpBound glpk = lp_bound(w.trace, w.cfg, o);
+    EXPECT_NEAR(clp.lp_grams, glpk.lp_grams, 1e-6 * glpk.lp_grams) << (elastic ? "elastic" : "fixed width");
+    EXPECT_NEAR(clp.grams, glpk.grams, 1e-6 * glpk.grams) << (elastic ? "elastic" : "fixed width");
+    EXPECT_NEAR(clp.grams, clp.lp_grams, 1e-6 * clp.lp_grams) << "the Lagrangian at CLP's duals is its optimum";
+  }
+}
+
 TEST(LpBound, TighterCapacityRaisesTheBound) {
   World tight = world(96), ample = world(100000);
   double t = lp_bound(tight.trace, tight.cfg).grams;
@@ -373,6 +397,74 @@ INSTANTIATE_TEST_SUITE_P(
                       BlockCase{"two threads give the same bound as one", 168, 48, 2, 0.02},
                       BlockCase{"even daily blocks stay a valid bound", 24, 0, 2, 0.25}),
     [](const ::testing::TestParamInfo<BlockCase>& info) { return gstest::test_name(info.param.name); });
+
+// merge_alike_jobs: one LP row per class of alike jobs (same kind, rate
+// segments and hours). Its LP relaxes the exact one; the bound is still the
+// Lagrangian over the single jobs at its prices, so it lies between the
+// merged LP's optimum and the exact bound.
+struct MergeCase {
+  const char* name;
+  std::function<World()> make;
+  bool elastic;
+  int max_rows_per_10_jobs;   // job rows of the merged LPs per 10 jobs, at most
+  double within;              // relative gap allowed below the exact bound
+};
+
+void PrintTo(const MergeCase& c, std::ostream* os) { *os << '"' << c.name << '"'; }
+
+class LpBoundMerge : public ::testing::TestWithParam<MergeCase> {};
+
+TEST_P(LpBoundMerge, StaysBetweenTheMergedLpAndTheExactBound) {
+  const auto& c = GetParam();
+  World w = c.make();
+  if (c.elastic)
+    for (auto& j : w.trace) {
+      make_elastic(j, 8);
+      j.migratable = true;
+    }
+  const LpBound exact = lp_bound(w.trace, w.cfg);
+  LpBoundOptions o;
+  o.merge_alike_jobs = true;
+  const LpBound merged = lp_bound(w.trace, w.cfg, o);
+  EXPECT_EQ(exact.lp_job_rows, static_cast<int>(w.trace.size()));
+  EXPECT_LE(merged.lp_job_rows * 10, c.max_rows_per_10_jobs * static_cast<int>(w.trace.size()));
+  EXPECT_EQ(merged.jobs, exact.jobs);
+  EXPECT_LE(merged.grams, exact.grams * (1 + 1e-7)) << "a relaxation: never above the exact bound";
+  EXPECT_GE(merged.grams, merged.lp_grams * (1 - 1e-7)) << "the single jobs' Lagrangian: at least the merged LP";
+  EXPECT_GE(merged.grams, exact.grams * (1 - c.within));
+}
+
+// Two weeks of a busy trace (40 jobs a workday) on five zones.
+World busy_world() {
+  World w = world(512);
+  TraceOptions o;
+  o.seed = 5;
+  o.from = parse_time("2023-05-01T00:00Z");
+  o.to = parse_time("2023-05-15T00:00Z");
+  for (const auto& r : w.cfg.regions) o.regions.push_back(r.zone);
+  o.jobs_per_workday = 40;
+  o.max_hours = 48;
+  w.trace = generate_trace(o);
+  return w;
+}
+
+// Identical jobs: merging them loses nothing.
+World twins_world() {
+  World w;
+  w.cfg = tiny_world({{"A", 2, {100, 10, 10, 100, 100}}, {"B", 1, {50, 50, 50, 50, 50}}});
+  w.trace = {job("t1", 1, 2, 0, 5), job("t2", 1, 2, 0, 5), job("t3", 1, 2, 0, 5)};
+  return w;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Carbon, LpBoundMerge,
+    ::testing::Values(
+        MergeCase{"identical jobs merge into one row and lose nothing", twins_world, false, 4, 1e-7},
+        MergeCase{"a busy trace of fixed-width jobs merges to at most eight rows for ten jobs within half a percent", busy_world,
+                  false, 8, 0.005},
+        MergeCase{"a busy trace of elastic jobs merges to at most eight rows for ten jobs within half a percent", busy_world,
+                  true, 8, 0.005}),
+    [](const ::testing::TestParamInfo<MergeCase>& info) { return gstest::test_name(info.param.name); });
 
 struct ErrorCase {
   const char* name;

@@ -4,7 +4,7 @@
 // capacity in GPUs, PUE and hardware; each zone's actual hourly intensity),
 // lp_bound() bounds from below the emissions of every schedule that finishes
 // each job by its deadline within the regions' capacities, whatever the
-// policy. The linear program, solved with GLPK:
+// policy. The linear program, solved with CLP (GLPK as the tests' check):
 //
 //   variables  x[j][r][t] >= 0: hours that job j runs, at its full width of
 //              gpus_j GPUs, in region r during UTC hour t
@@ -61,7 +61,14 @@
 // exactly (all jobs of a kind pay the same per GPU-hour). For the interior
 // point solver the jobs of a kind are also grouped (10 per group, by first
 // hour) with one partial-sum row per group and hour, which keeps every row
-// short: GLPK's interior point forms A*D*A' row by row.
+// short: GLPK's interior point forms A*D*A' row by row, and CLP's dual
+// simplex is fastest so too.
+//
+// Merged classes (LpBoundOptions::merge_alike_jobs): jobs of the same kind,
+// rate segments and hours share one job row whose work and per-hour limits
+// are their sums. That LP relaxes the exact one (its optimum is a lower
+// bound too), and its prices still feed L(lambda) over the single jobs, so
+// the bound lies between the merged LP's optimum and the exact bound.
 #pragma once
 
 #include "carbon/job.h"
@@ -73,8 +80,9 @@
 namespace carbon {
 
 enum class LpSolver {
-  kInterior,   // glp_interior (no presolve in GLPK): fast on large LPs; default
-  kSimplex,    // glp_simplex, presolve on, primal: a basic optimum; slow on large LPs
+  kClp,        // CLP's dual simplex after its presolve (coinor-libclp, EPL-2.0): default
+  kInterior,   // GLPK's glp_interior (no presolve in GLPK): the independent check
+  kSimplex,    // GLPK's glp_simplex, presolve on, primal: a basic optimum; slow on large LPs
 };
 
 // What a time budget overrun does: throw CarbonError, or leave the LPs not
@@ -83,17 +91,18 @@ enum class LpSolver {
 enum class LpBudgetOut { kThrow, kPriceAtZero };
 
 struct LpBoundOptions {
-  LpSolver solver = LpSolver::kInterior;
-  // Wall-clock budget of the whole call, seconds. glp_simplex gets what is
-  // left as its tm_lim; glp_interior has no limit in GLPK, so the budget is
-  // checked before each LP starts. Exceeding it: on_budget_out.
+  LpSolver solver = LpSolver::kClp;
+  // Wall-clock budget of the whole call, seconds. CLP and glp_simplex get
+  // what is left as their limit; glp_interior has none in GLPK, so the
+  // budget is also checked before each LP starts. Exceeding it: on_budget_out.
   double time_limit_s = 900;
   LpBudgetOut on_budget_out = LpBudgetOut::kThrow;
   // 0: one LP over the whole horizon. N > 0: blocks of N hours (see above).
   int block_hours = 0;
   // Context on either side of a block; only the tightness depends on it.
   int block_margin_hours = 0;
-  // Blocks solved in parallel (each thread its own GLPK environment).
+  // Blocks solved in parallel (each thread its own solver; GLPK's
+  // environment is per thread).
   int threads = 1;
   // A job that cannot finish by its deadline even alone: its window, in
   // allowed regions with capacity >= its GPUs and recorded intensity, holds
@@ -101,8 +110,12 @@ struct LpBoundOptions {
   // true: left out of the bound and listed in LpBound::infeasible_jobs (the
   // bound stays a lower bound on the others' emissions, hence on all).
   bool skip_infeasible_jobs = false;
-  // GLPK's own progress messages on stdout.
-  bool glpk_messages = false;
+  // One LP row per class of alike jobs (same kind, rate segments and hours)
+  // instead of one per job: a relaxation of the LP, so its prices are
+  // slightly less exact, and several times faster on generated traces.
+  bool merge_alike_jobs = false;
+  // The solver's own progress messages on stdout.
+  bool solver_messages = false;
 };
 
 struct LpBound {
@@ -116,9 +129,10 @@ struct LpBound {
   // hours, and how the budget ran out); empty when every LP was solved.
   std::vector<std::string> over_budget;
   int lps = 0;                       // LPs solved
-  int simplex_fallbacks = 0;         // interior point LPs re-solved by glp_simplex
+  int lp_job_rows = 0;               // job rows over all LPs (merge_alike_jobs: classes)
+  int simplex_fallbacks = 0;         // glp_interior LPs re-solved by glp_simplex
   int max_rows = 0, max_cols = 0;    // size of the largest LP (before presolve)
-  double solve_s = 0;                // GLPK time, all LPs (summed over threads)
+  double solve_s = 0;                // solver time, all LPs (summed over threads)
   double total_s = 0;                // wall time of lp_bound()
 };
 
