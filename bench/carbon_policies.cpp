@@ -545,14 +545,16 @@ int run(int argc, char** argv) {
   // elastic between half and twice its GPUs on a declared FSDP-like curve
   // (each doubling 1.85x faster) and/or migratable; the same LP bound on
   // that problem. FIFO (the baseline) places every job at its own GPUs.
-  auto elastic_trace = [&](bool elastic, bool migratable, double cost_factor) {
-    std::vector<Job> t = trace;
+  auto elastic_of = [&](std::vector<Job> t, bool elastic, bool migratable, double cost_factor) {
     for (auto& j : t) {
       if (elastic) make_elastic(j, hw.resources_per_server);   // whole servers, as the service runs them
       j.migratable = migratable;
       j.resume_overhead = Seconds{static_cast<long>(std::lround(static_cast<double>(j.resume_overhead.count()) * cost_factor))};
     }
     return t;
+  };
+  auto elastic_trace = [&](bool elastic, bool migratable, double cost_factor) {
+    return elastic_of(trace, elastic, migratable, cost_factor);
   };
   // `vary` changes the config of one decomposition row (hindsight, forecaster).
   auto run_elastic = [&](bool elastic, bool migratable, double cost_factor,
@@ -606,11 +608,7 @@ int run(int argc, char** argv) {
                                  TraceOptions ts = to;
                                  ts.seed = sd;
                                  const std::vector<Job> fixed = sd == o.seed ? trace : generate_trace(ts);
-                                 std::vector<Job> el = fixed;
-                                 for (auto& j : el) {
-                                   make_elastic(j, hw.resources_per_server);
-                                   j.migratable = true;
-                                 }
+                                 const std::vector<Job> el = elastic_of(fixed, true, true, 1.0);
                                  SeedRun r;
                                  r.seed = sd;
                                  // Its LP and its fifo beside its service run, not after it.
@@ -673,24 +671,33 @@ int run(int argc, char** argv) {
       return simulate(trace, c, policy);
     });
   };
+  // Each sweep's values, for its launch and for its lines.
+  const std::vector<int> caps{o.capacity * 3 / 2, o.capacity * 2};
+  const std::vector<double> tols{0.0, 0.10}, weights{0.0, 0.5, 1.0};
+  const std::vector<long> replan_hours{0, 24};
+  auto num = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", x);
+    return std::string(b);
+  };
   std::vector<std::future<PolicyResult>> cap_f;   // per capacity: fifo, spatio-temporal
-  for (int cap : {o.capacity * 3 / 2, o.capacity * 2})
+  for (int cap : caps)
     for (SimPolicy p : {SimPolicy::kFifo, SimPolicy::kSpatioTemporal})
       cap_f.push_back(sim_with("capacity " + std::to_string(cap) + ", " + sim_policy_name(p), [cap](SimConfig& c) {
         for (auto& r : c.regions) r.capacity = cap;
       }, p));
   std::vector<std::future<PolicyResult>> tol_f, weight_f, replan_f;
-  for (double tol : {0.0, 0.10})
-    tol_f.push_back(sim_with(tol == 0 ? "prefer_earlier_within 0" : "prefer_earlier_within 0.10",
+  for (double tol : tols)
+    tol_f.push_back(sim_with("prefer_earlier_within " + num(tol),
                              [tol](SimConfig& c) { c.placement.prefer_earlier_within = tol; }, SimPolicy::kSpatioTemporal));
-  for (double w : {0.0, 0.5, 1.0})
-    weight_f.push_back(sim_with(w == 0 ? "capacity_price_weight 0" : w == 1 ? "capacity_price_weight 1" : "capacity_price_weight 0.5", [w](SimConfig& c) {
+  for (double w : weights)
+    weight_f.push_back(sim_with("capacity_price_weight " + num(w), [w](SimConfig& c) {
       c.placement.capacity_price_weight = w;
       c.learn_expected_load = w > 0;
     }, SimPolicy::kSpatioTemporal));
   auto spread_f = sim_with("capacity_price_load_spread 0", [](SimConfig& c) { c.placement.capacity_price_load_spread = 0; },
                            SimPolicy::kSpatioTemporal);
-  for (long h : {0L, 24L})
+  for (long h : replan_hours)
     replan_f.push_back(sim_with("replan every " + std::to_string(h) + " h", [h](SimConfig& c) { c.replan_every = Hours{h}; },
                                 SimPolicy::kSpatioTemporal));
   clock.lap("launched every simulation");
@@ -840,7 +847,7 @@ int run(int argc, char** argv) {
   std::printf("## sensitivity (perfect forecast, same trace): spatio-temporal saved_%% / misses\n");
   {
     size_t k = 0;
-    for (int cap : {o.capacity * 3 / 2, o.capacity * 2}) {
+    for (int cap : caps) {
       auto f = cap_f[k++].get();
       auto s = cap_f[k++].get();
       std::printf("capacity %5d GPUs/region (demand %.1f%%): saved %.2f%%, misses %d (fifo misses %d)\n", cap,
@@ -849,13 +856,13 @@ int run(int argc, char** argv) {
     }
   }
   for (size_t k = 0; k < tol_f.size(); ++k) {
-    const double tol = k == 0 ? 0.0 : 0.10;
+    const double tol = tols[k];
     auto s = tol_f[k].get();
     std::printf("prefer_earlier_within %.2f (default %.2f): saved %.2f%%, misses %d\n", tol,
                 cfg.placement.prefer_earlier_within, 100 * (fifo_g - s.total_grams) / fifo_g, s.deadline_misses);
   }
   for (size_t k = 0; k < weight_f.size(); ++k) {
-    const double w = 0.5 * static_cast<double>(k);
+    const double w = weights[k];
     auto s = weight_f[k].get();
     std::printf("capacity_price_weight %.2f (default %.2f%s): saved %.2f%%, misses %d\n", w,
                 cfg.placement.capacity_price_weight, w == 0 ? ", 0 = no capacity pricing" : "",
@@ -869,7 +876,8 @@ int run(int argc, char** argv) {
   for (size_t k = 0; k < replan_f.size(); ++k) {
     auto s = replan_f[k].get();
     std::printf("re-planning not-yet-started jobs %s: saved %.2f%%, misses %d\n",
-                k == 0 ? "never (decisions final at submission)" : "every 24 h",
+                replan_hours[k] == 0 ? "never (decisions final at submission)"
+                                     : ("every " + std::to_string(replan_hours[k]) + " h").c_str(),
                 100 * (fifo_g - s.total_grams) / fifo_g, s.deadline_misses);
   }
   std::printf("\n");
