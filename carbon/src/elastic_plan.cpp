@@ -3,6 +3,7 @@
 #include "carbon/error.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <queue>
@@ -127,30 +128,59 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
 
   // 3. Increments, cheapest work first.
   std::vector<int> width(nb, 0);
-  // The change that starts block b in the current widths (0 when b does not
-  // run, continues the block before it, or is the first to run): its ranked
-  // grams and the work it loses.
-  auto change_at = [&](size_t b, double& lost_work) {
+  // The blocks that run (width > 0), as bits: widths only grow, so a block
+  // joins once. The nearest running block on either side of a block is a
+  // word scan, not a walk over the idle blocks between them.
+  std::vector<std::uint64_t> running((nb + 63) / 64, 0);
+  constexpr long kNone = -1;
+  auto set_running = [&](size_t b) { running[b / 64] |= std::uint64_t{1} << (b % 64); };
+  // The last running block before x (kNone: none).
+  auto prev_running = [&](size_t x) -> long {
+    if (x == 0) return kNone;
+    size_t i = x - 1, word = i / 64;
+    std::uint64_t bits = running[word] & (~std::uint64_t{0} >> (63 - i % 64));
+    for (;;) {
+      if (bits) return static_cast<long>(word * 64 + 63 - static_cast<size_t>(__builtin_clzll(bits)));
+      if (word == 0) return kNone;
+      bits = running[--word];
+    }
+  };
+  // The first running block after x (nb: none).
+  auto next_running = [&](size_t x) -> size_t {
+    size_t i = x + 1;
+    if (i >= nb) return nb;
+    size_t word = i / 64;
+    std::uint64_t bits = running[word] & (~std::uint64_t{0} << (i % 64));
+    for (;;) {
+      if (bits) return std::min(nb, word * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+      if (++word == running.size()) return nb;
+      bits = running[word];
+    }
+  };
+  // The change that starts block x when block ob is at width ow (every
+  // other block at its current width): its ranked grams and the work it
+  // loses; 0 when x does not run, continues the block before it, or is the
+  // first to run.
+  auto change_at = [&](size_t x, size_t ob, int ow, double& lost_work) {
     lost_work = 0;
-    if (width[b] == 0) return 0.0;
-    if (b > 0 && width[b - 1] == width[b] && reg[b - 1] == reg[b]) return 0.0;
-    size_t p = b;
-    while (p > 0 && width[p - 1] == 0) --p;
-    if (p == 0) return 0.0;
-    const double ov = overhead_h(reg[p - 1] != reg[b]);
-    lost_work = ov * sp[width[b]];
-    return ov / len_h(b) * per_gpu[reg[b]][b] * width[b];
+    auto wd = [&](size_t i) { return i == ob ? ow : width[i]; };
+    const int wx = wd(x);
+    if (wx == 0) return 0.0;
+    if (x > 0 && wd(x - 1) == wx && reg[x - 1] == reg[x]) return 0.0;
+    long p = prev_running(x);
+    if (p == static_cast<long>(ob) && ow == 0) p = prev_running(ob);
+    if (ob < x && ow > 0 && static_cast<long>(ob) > p) p = static_cast<long>(ob);
+    if (p == kNone) return 0.0;
+    const double ov = overhead_h(reg[static_cast<size_t>(p)] != reg[x]);
+    lost_work = ov * sp[wx];
+    return ov / len_h(x) * per_gpu[reg[x]][x] * wx;
   };
   // Ranked grams and lost work of the changes at b and at the next block
   // that runs after it, with b at width w.
   auto local_changes = [&](size_t b, int w, double& lost_work) {
-    const int keep = width[b];
-    width[b] = w;
-    size_t c = b + 1;
-    while (c < nb && width[c] == 0) ++c;
+    const size_t c = next_running(b);
     double l1 = 0, l2 = 0;
-    double g = change_at(b, l1) + (c < nb ? change_at(c, l2) : 0.0);
-    width[b] = keep;
+    double g = change_at(b, b, w, l1) + (c < nb ? change_at(c, b, w, l2) : 0.0);
     lost_work = l1 + l2;
     return g;
   };
@@ -221,12 +251,20 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
       }
       work += (sp[it.width_after] - sp[width[b]]) * len_h(b);
       width[b] = it.width_after;
+      set_running(b);
       offer_next(b);
-      // The next running blocks on either side now see other changes.
-      for (size_t c = b; c-- > 0;)
-        if (width[c] > 0 || c + 1 == b) { offer_next(c); if (width[c] > 0) break; }
-      for (size_t c = b + 1; c < nb; ++c)
-        if (width[c] > 0 || c == b + 1) { offer_next(c); if (width[c] > 0) break; }
+      // The next running blocks on either side now see other changes (and
+      // the blocks right beside it, running or not).
+      if (b > 0) {
+        offer_next(b - 1);
+        if (width[b - 1] == 0)
+          if (long p = prev_running(b - 1); p != kNone) offer_next(static_cast<size_t>(p));
+      }
+      if (b + 1 < nb) {
+        offer_next(b + 1);
+        if (width[b + 1] == 0)
+          if (size_t c = next_running(b + 1); c < nb) offer_next(c);
+      }
     }
     ws = build(lost);
     if (work >= need + lost - kEps) break;

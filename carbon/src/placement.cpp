@@ -387,6 +387,8 @@ struct PassContext {
   std::vector<double> expected;          // per slot: expected busy GPUs over all usable regions
   std::vector<std::vector<int>> order;   // per slot: usable regions, cleanest first
   double load_spread = 0;                // PlacementOptions::capacity_price_load_spread
+  // The loads' factors: 1 + spread x {-1, -1/2, 0, 1/2, 1} (all 1 with no spread).
+  std::array<double, kLoadPoints> load_factor{};
   // Per slot: the marginal intensity at each of kLoadPoints loads.
   std::vector<std::array<double, kLoadPoints>> theta;
 };
@@ -416,22 +418,29 @@ int job_horizon(const Job& job, int lookahead_slots, Seconds slot, const Placeme
   return std::max(lookahead_slots, slots_for(slots) + 1);
 }
 
-// Marginal intensity of slot k: fill max(expected x load_factor, planned)
-// GPUs cleanest region first; theta is the intensity of the region where
-// the fill ends.
-double marginal_intensity(const PassContext& ctx, int k, double load_factor) {
+// Marginal intensities of slot k at each of kLoadPoints load factors: fill
+// max(expected x load_factor, planned) GPUs cleanest region first; theta is
+// the intensity of the region where the fill ends. One walk serves every
+// factor (they are ascending); each theta is what a walk of its own finds.
+std::array<double, kLoadPoints> marginal_intensities(const PassContext& ctx, int k,
+                                                     const std::array<double, kLoadPoints>& load_factor) {
+  std::array<double, kLoadPoints> t{};
   const auto& ord = ctx.order[k];
-  if (ord.empty()) return 0;
+  if (ord.empty()) return t;
   double booked = 0;
   for (int ri : ord) booked += ctx.prepared[ri].used[k];
-  double load = std::max(ctx.expected[k] * load_factor, booked);
-  double cum = 0;
-  for (int ri : ord) {
-    const auto& p = ctx.prepared[ri];
-    cum += p.capacity[k];
-    if (cum >= load) return load > 0 ? p.intensity[k] : ctx.prepared[ord.front()].intensity[k];
+  size_t i = 0;                                     // the walk's region (ord[i])
+  double cum = ctx.prepared[ord[0]].capacity[k];    // capacity of ord[0..i]
+  double last_load = -std::numeric_limits<double>::infinity();
+  for (int q = 0; q < kLoadPoints; ++q) {
+    const double load = std::max(ctx.expected[k] * load_factor[q], booked);
+    if (load < last_load) i = 0, cum = ctx.prepared[ord[0]].capacity[k];   // not ascending: walk again
+    last_load = load;
+    while (cum < load && i + 1 < ord.size()) cum += ctx.prepared[ord[++i]].capacity[k];
+    if (cum >= load) t[q] = load > 0 ? ctx.prepared[ord[i]].intensity[k] : ctx.prepared[ord.front()].intensity[k];
+    else t[q] = ctx.prepared[ord.back()].intensity[k];
   }
-  return ctx.prepared[ord.back()].intensity[k];
+  return t;
 }
 
 // Recomputes theta and the scores of slots [a, b); prefix sums from a.
@@ -440,13 +449,7 @@ void reprice(PassContext& ctx, int a, int b, bool force) {
   for (int k = a; k < b; ++k) {
     // The loads: expected x (1 + spread x {-1, -1/2, 0, 1/2, 1}); with no
     // spread, the five are one point, computed once.
-    std::array<double, kLoadPoints> t;
-    if (ctx.load_spread == 0) {
-      t.fill(marginal_intensity(ctx, k, 1.0));
-    } else {
-      for (int q = 0; q < kLoadPoints; ++q)
-        t[q] = marginal_intensity(ctx, k, 1.0 + ctx.load_spread * (2.0 * q / (kLoadPoints - 1) - 1.0));
-    }
+    const std::array<double, kLoadPoints> t = marginal_intensities(ctx, k, ctx.load_factor);
     if (!force && t == ctx.theta[k]) continue;
     ctx.theta[k] = t;
     if (first_changed < 0) first_changed = k;
@@ -793,6 +796,8 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
   ctx.expected.assign(static_cast<size_t>(ctx.n), 0);
   ctx.order.assign(static_cast<size_t>(ctx.n), {});
   ctx.load_spread = opt.capacity_price_load_spread;
+  for (int q = 0; q < kLoadPoints; ++q)
+    ctx.load_factor[q] = ctx.load_spread == 0 ? 1.0 : 1.0 + ctx.load_spread * (2.0 * q / (kLoadPoints - 1) - 1.0);
   std::array<double, kLoadPoints> unset;
   unset.fill(std::numeric_limits<double>::quiet_NaN());
   ctx.theta.assign(static_cast<size_t>(ctx.n), unset);
