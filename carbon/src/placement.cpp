@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace carbon {
 
@@ -28,6 +29,7 @@ const char* policy_name(Policy p) {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kEps = 1e-9;
 // Capacity pricing: loads at which the marginal intensity is taken.
 constexpr int kLoadPoints = 5;
@@ -362,6 +364,17 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
   return best;
 }
 
+// A floor under the ranked grams (Plan::rank) of any plan of a job of
+// shape js in region p within slots [first, end): each of its hours costs
+// at least the cheapest slot's score, and it runs at least js.hours.
+// Slightly lowered against rounding; -inf when there is no such floor.
+double rank_floor(const Prepared& p, const JobShape& js, int first, int end) {
+  double cheapest = kInf;
+  for (int k = std::max(first, 0); k < end; ++k) cheapest = std::min(cheapest, p.score[k]);
+  const double g = (js.kw * cheapest + js.emb_per_h) * js.hours;
+  return std::isfinite(g) && g > 0 ? g * (1 - 1e-9) : -kInf;
+}
+
 std::string grams_str(double g) {
   if (std::isnan(g)) return "n/a";
   if (std::fabs(g) >= 1e6) {
@@ -473,6 +486,38 @@ int find_region(const PassContext& ctx, const std::string& name) {
   return -1;
 }
 
+// The fewest GPU-hours an elastic job spends per hour of its work (at
+// width gpus): min over the widths it may run at of w / speed(w). 0 when
+// its curve is invalid (plan_elastic refuses it).
+double elastic_gpu_hours_per_work(const Job& job) {
+  const int wmin = job.min_width(), wmax = job.max_width(), step = std::max(1, job.width_step);
+  if (wmin < 1 || wmax < wmin) return 0;
+  double eff = kInf;
+  try {
+    for (int w = wmin;; w = std::min(wmax, w + step)) {
+      const double v = job.speed(w);
+      if (!(v > 0) || !std::isfinite(v)) return 0;
+      eff = std::min(eff, w / v);
+      if (w == wmax) break;
+    }
+  } catch (const CarbonError&) {
+    return 0;
+  }
+  return eff;
+}
+
+// A floor under the ranked grams of any plan of `job` in view v alone over
+// slots [first, end): every GPU-hour costs at least the view's cheapest
+// slot (ranked), and the work takes at least eff GPU-hours per hour of it
+// (changes only add to both). Slightly lowered against rounding.
+double elastic_rank_floor(const Job& job, const detail::ElasticRegionView& v, double eff, int first, int end) {
+  double cheapest = kInf;
+  for (int k = first; k < end; ++k) cheapest = std::min(cheapest, (*v.score)[k]);
+  const double need_h = static_cast<double>(job.duration.count()) / 3600.0;
+  const double g = need_h * eff * (v.kw_per_gpu * cheapest + v.emb_per_gpu_h);
+  return std::isfinite(g) && g > 0 ? g * (1 - 1e-9) : -kInf;
+}
+
 // Elastic and migratable jobs (elastic_plan.h): the cheapest ranked plan
 // over every candidate region alone and, when migratable, over all of them
 // together. Returned (feasible) only when its rank is below `rank_to_beat`
@@ -502,12 +547,29 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   if (all.empty() || end_slot <= wfirst) return d;
   detail::ElasticResult best;
   std::vector<detail::ElasticRegionView> chosen;
-  auto consider = [&](std::vector<detail::ElasticRegionView> views) {
-    auto r = detail::plan_elastic(job, views, wfirst, end_slot, ctx.slot_h, opt.elastic);
+  auto consider = [&](std::vector<detail::ElasticRegionView> views, detail::ElasticResult r) {
     if (r.ok && (!best.ok || r.rank() < best.rank() - kEps)) best = std::move(r), chosen = std::move(views);
   };
-  for (const auto& v : all) consider({v});
-  if (job.migratable && all.size() > 1) consider(all);
+  auto plan = [&](const std::vector<detail::ElasticRegionView>& views) {
+    return detail::plan_elastic(job, views, wfirst, end_slot, ctx.slot_h, opt.elastic);
+  };
+  // Candidates in order: each region alone, then (migratable) all of them;
+  // the first strictly cheaper plan wins. A region whose plan cannot beat
+  // the plan to beat is not planned (elastic_rank_floor): not the one in
+  // hand, nor, by more than a microgram, the fixed-width one or the plan
+  // over all regions (planned first when there is one, as a yardstick).
+  const bool moves = job.migratable && all.size() > 1;
+  std::optional<detail::ElasticResult> over_all;
+  if (moves) over_all = plan(all);
+  double yardstick = std::isnan(rank_to_beat) ? kInf : rank_to_beat;
+  if (over_all && over_all->ok) yardstick = std::min(yardstick, over_all->rank());
+  const double eff = elastic_gpu_hours_per_work(job);
+  for (const auto& v : all) {
+    const double floor_g = elastic_rank_floor(job, v, eff, wfirst, end_slot);
+    if (floor_g >= yardstick + 1e-6 || (best.ok && floor_g >= best.rank() - kEps)) continue;
+    consider({v}, plan({v}));
+  }
+  if (over_all) consider(all, std::move(*over_all));
   if (!best.ok || (!std::isnan(rank_to_beat) && best.rank() >= rank_to_beat - kEps)) return d;
 
   d.feasible = true;
@@ -660,6 +722,10 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
       continue;
     }
     auto js = shape(job, *p.region, ctx.slot);
+    if (deadline_bound && best_r >= 0 &&
+        rank_floor(p, js, first_slot, std::min(horizon, static_cast<int>(p.score.size()))) >
+            best.rank() * (1 + opt.prefer_earlier_within) + kEps)
+      continue;   // no plan here can be `better` (below) than the one in hand
     Plan plan;
     if (!deadline_bound) {
       plan = best_contiguous(p, job, js, first_slot, horizon, now, job.deadline, /*earliest_only=*/true, 0.0);
