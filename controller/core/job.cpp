@@ -54,7 +54,7 @@ bool allowed_transition(JobState from, JobState to) {
 }
 
 Job::Job(std::string id, std::string tenant, JobSpec spec, int64_t now_ms)
-    : id_(std::move(id)), tenant_(std::move(tenant)), spec_(std::move(spec)),
+    : id_(std::move(id)), tenant_(std::move(tenant)), spec_(std::make_shared<const JobSpec>(std::move(spec))),
       created_ms_(now_ms), updated_ms_(now_ms) {
   conditions_.push_back({JobState::kPending, "Submitted", "accepted and stored", now_ms});
 }
@@ -176,7 +176,7 @@ json Job::to_document() const {
                      {"message", c.message}, {"time_ms", c.time_ms}});
   json d{{"id", id_},
          {"tenant", tenant_},
-         {"spec", spec_.to_json()},
+         {"spec", spec_->to_json()},
          {"state", to_string(state_)},
          {"created_ms", created_ms_},
          {"updated_ms", updated_ms_},
@@ -212,7 +212,7 @@ Job Job::from_document(const json& d) {
     Job j;
     j.id_ = d.at("id").get<std::string>();
     j.tenant_ = d.at("tenant").get<std::string>();
-    j.spec_ = parse_job_spec(d.at("spec"));
+    j.spec_ = std::make_shared<const JobSpec>(parse_job_spec(d.at("spec")));
     auto st = parse_state(d.at("state").get<std::string>());
     if (!st) throw std::runtime_error("unknown state '" + d.at("state").get<std::string>() + "'");
     j.state_ = *st;

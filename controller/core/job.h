@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -152,7 +153,7 @@ class Job {
 
   const std::string& id() const { return id_; }
   const std::string& tenant() const { return tenant_; }
-  const JobSpec& spec() const { return spec_; }
+  const JobSpec& spec() const { return *spec_; }
   JobState state() const { return state_; }
   int64_t created_ms() const { return created_ms_; }
   int64_t updated_ms() const { return updated_ms_; }
@@ -187,7 +188,9 @@ class Job {
  private:
   Job() = default;
   std::string id_, tenant_;
-  JobSpec spec_;
+  // Never changes after submission: copies of a job (Registry snapshots)
+  // share it.
+  std::shared_ptr<const JobSpec> spec_ = std::make_shared<const JobSpec>();
   JobState state_ = JobState::kPending;
   int64_t created_ms_ = 0, updated_ms_ = 0;
   std::vector<Condition> conditions_;

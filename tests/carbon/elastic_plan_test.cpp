@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <random>
 
 namespace carbon {
 namespace {
@@ -71,6 +73,63 @@ double work_done(const Job& job, const Decision& d, const ElasticCosts& c) {
     w += (hours(x.end - x.start) - ov) * job.speed(x.gpus);
   }
   return w;
+}
+
+// A pass does not plan a region whose floor (its cheapest hour for the
+// job's work) shows it cannot beat the plan in hand. Skipping must never
+// drop the winner: over random regions (real hardware, embodied carbon,
+// capacity partly taken) and jobs of every kind, placing over all regions
+// costs what the cheapest region alone costs -- or less, for a migratable
+// job, which may also move between them.
+TEST(ElasticPlan, SkippingRegionsThatCannotWinNeverLosesTheCheapest) {
+  std::mt19937 rng(20261207);
+  auto uni = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  auto pick = [&](int a, int b) { return std::uniform_int_distribution<int>(a, b)(rng); };
+  const HardwareProfile& hw = hardware_profile("h100-sxm-8");
+  PlacementOptions o = opts();
+  o.max_lookahead = Hours{72};
+  int cases = 0, migratable_gained = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    std::vector<Region> regions;
+    CapacityLedger ledger;
+    for (int r = 0; r < 6; ++r) {
+      std::vector<double> v(96);
+      const double base = uni(20, 700), swing = uni(0, 0.6);
+      for (size_t h = 0; h < v.size(); ++h) v[h] = base * (1 + swing * std::sin(static_cast<double>(h) * uni(0.1, 0.4))) + uni(0, 30);
+      Region g = region(std::string(1, static_cast<char>('A' + r)), 8 * pick(2, 8), std::move(v));
+      g.hardware = hw;
+      g.pue = uni(1.05, 1.6);
+      for (int k = 0; k < 3; ++k) {
+        const int a = pick(0, 60);
+        ledger.reserve(g.name, {Window{kNow + Hours{a}, kNow + Hours{a + pick(1, 24)}}}, 8 * pick(1, g.capacity / 8));
+      }
+      regions.push_back(std::move(g));
+    }
+    const int kind = trial % 4;   // 0 fixed, 1 interruptible, 2 elastic, 3 elastic and migratable
+    Job j = elastic_job(16, kind >= 2 ? 8 : 16, kind >= 2 ? 32 : 16, pick(2, 20), pick(30, 72), kind == 3);
+    j.width_step = 8;
+    j.interruptible = kind == 1;
+    j.resume_overhead = std::chrono::minutes{10};
+    j.checkpoint_gb = 0;   // the default per GPU
+    if (kind >= 2) j.scaling = {{8, 1.0}, {16, 1.85}, {32, 3.4}};
+    double cheapest_alone = std::numeric_limits<double>::infinity();
+    for (const auto& g : regions) {
+      Decision d = place(j, {g}, ledger, kNow, o);
+      if (d.feasible) cheapest_alone = std::min(cheapest_alone, d.expected_grams);
+    }
+    Decision all = place(j, regions, ledger, kNow, o);
+    ASSERT_EQ(all.feasible, std::isfinite(cheapest_alone)) << "trial " << trial;
+    if (!all.feasible) continue;
+    ++cases;
+    if (kind == 3) {
+      EXPECT_LE(all.expected_grams, cheapest_alone * (1 + 1e-9)) << "trial " << trial;
+      migratable_gained += all.expected_grams < cheapest_alone * (1 - 1e-6) ? 1 : 0;
+    } else {
+      EXPECT_NEAR(all.expected_grams, cheapest_alone, cheapest_alone * 1e-9) << "trial " << trial << " kind " << kind;
+    }
+  }
+  EXPECT_GE(cases, 100);            // most trials place the job
+  EXPECT_GE(migratable_gained, 1);  // moving sometimes beats every single region
 }
 
 TEST(ElasticPlan, ShrinksInADirtyBlockThenMovesAndGrowsInACleanRegion) {
