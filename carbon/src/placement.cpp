@@ -364,14 +364,16 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
   return best;
 }
 
-// A floor under the ranked grams (Plan::rank) of any plan of a job of
-// shape js in region p within slots [first, end): each of its hours costs
-// at least the cheapest slot's score, and it runs at least js.hours.
-// Slightly lowered against rounding; -inf when there is no such floor.
-double rank_floor(const Prepared& p, const JobShape& js, int first, int end) {
+// A floor under the ranked grams of any plan that reserves at least
+// `hours` (GPU-hours for an elastic job) within slots [first, end) of a
+// region with ranking values `score`: each hour costs at least
+// kw x the cheapest score + emb_per_h. Plan::rank and
+// ElasticResult::rank for fixed-width and elastic jobs. Slightly lowered
+// against rounding; -inf when there is no such floor.
+double rank_floor(const std::vector<double>& score, int first, int end, double kw, double emb_per_h, double hours) {
   double cheapest = kInf;
-  for (int k = std::max(first, 0); k < end; ++k) cheapest = std::min(cheapest, p.score[k]);
-  const double g = (js.kw * cheapest + js.emb_per_h) * js.hours;
+  for (int k = std::max(first, 0); k < end; ++k) cheapest = std::min(cheapest, score[k]);
+  const double g = (kw * cheapest + emb_per_h) * hours;
   return std::isfinite(g) && g > 0 ? g * (1 - 1e-9) : -kInf;
 }
 
@@ -399,8 +401,8 @@ struct PassContext {
   double price_weight = 1.0;
   std::vector<double> expected;          // per slot: expected busy GPUs over all usable regions
   std::vector<std::vector<int>> order;   // per slot: usable regions, cleanest first
-  double load_spread = 0;                // PlacementOptions::capacity_price_load_spread
-  // The loads' factors: 1 + spread x {-1, -1/2, 0, 1/2, 1} (all 1 with no spread).
+  // The loads' factors, ascending: 1 + s x {-1, -1/2, 0, 1/2, 1}, s =
+  // PlacementOptions::capacity_price_load_spread (in [0, 1]).
   std::array<double, kLoadPoints> load_factor{};
   // Per slot: the marginal intensity at each of kLoadPoints loads.
   std::vector<std::array<double, kLoadPoints>> theta;
@@ -433,8 +435,9 @@ int job_horizon(const Job& job, int lookahead_slots, Seconds slot, const Placeme
 
 // Marginal intensities of slot k at each of kLoadPoints load factors: fill
 // max(expected x load_factor, planned) GPUs cleanest region first; theta is
-// the intensity of the region where the fill ends. One walk serves every
-// factor (they are ascending); each theta is what a walk of its own finds.
+// the intensity of the region where the fill ends. The factors ascend
+// (make_context), so the loads do, and one walk serves them all; each
+// theta is what a walk of its own finds.
 std::array<double, kLoadPoints> marginal_intensities(const PassContext& ctx, int k,
                                                      const std::array<double, kLoadPoints>& load_factor) {
   std::array<double, kLoadPoints> t{};
@@ -444,11 +447,8 @@ std::array<double, kLoadPoints> marginal_intensities(const PassContext& ctx, int
   for (int ri : ord) booked += ctx.prepared[ri].used[k];
   size_t i = 0;                                     // the walk's region (ord[i])
   double cum = ctx.prepared[ord[0]].capacity[k];    // capacity of ord[0..i]
-  double last_load = -std::numeric_limits<double>::infinity();
   for (int q = 0; q < kLoadPoints; ++q) {
     const double load = std::max(ctx.expected[k] * load_factor[q], booked);
-    if (load < last_load) i = 0, cum = ctx.prepared[ord[0]].capacity[k];   // not ascending: walk again
-    last_load = load;
     while (cum < load && i + 1 < ord.size()) cum += ctx.prepared[ord[++i]].capacity[k];
     if (cum >= load) t[q] = load > 0 ? ctx.prepared[ord[i]].intensity[k] : ctx.prepared[ord.front()].intensity[k];
     else t[q] = ctx.prepared[ord.back()].intensity[k];
@@ -460,8 +460,7 @@ std::array<double, kLoadPoints> marginal_intensities(const PassContext& ctx, int
 void reprice(PassContext& ctx, int a, int b, bool force) {
   int first_changed = -1;
   for (int k = a; k < b; ++k) {
-    // The loads: expected x (1 + spread x {-1, -1/2, 0, 1/2, 1}); with no
-    // spread, the five are one point, computed once.
+    // The loads: expected x ctx.load_factor.
     const std::array<double, kLoadPoints> t = marginal_intensities(ctx, k, ctx.load_factor);
     if (!force && t == ctx.theta[k]) continue;
     ctx.theta[k] = t;
@@ -506,18 +505,6 @@ double elastic_gpu_hours_per_work(const Job& job) {
   return eff;
 }
 
-// A floor under the ranked grams of any plan of `job` in view v alone over
-// slots [first, end): every GPU-hour costs at least the view's cheapest
-// slot (ranked), and the work takes at least eff GPU-hours per hour of it
-// (changes only add to both). Slightly lowered against rounding.
-double elastic_rank_floor(const Job& job, const detail::ElasticRegionView& v, double eff, int first, int end) {
-  double cheapest = kInf;
-  for (int k = first; k < end; ++k) cheapest = std::min(cheapest, (*v.score)[k]);
-  const double need_h = static_cast<double>(job.duration.count()) / 3600.0;
-  const double g = need_h * eff * (v.kw_per_gpu * cheapest + v.emb_per_gpu_h);
-  return std::isfinite(g) && g > 0 ? g * (1 - 1e-9) : -kInf;
-}
-
 // Elastic and migratable jobs (elastic_plan.h): the cheapest ranked plan
 // over every candidate region alone and, when migratable, over all of them
 // together. Returned (feasible) only when its rank is below `rank_to_beat`
@@ -555,7 +542,7 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   };
   // Candidates in order: each region alone, then (migratable) all of them;
   // the first strictly cheaper plan wins. A region whose plan cannot beat
-  // the plan to beat is not planned (elastic_rank_floor): not the one in
+  // the plan to beat is not planned (rank_floor): not the one in
   // hand, nor, by more than a microgram, the fixed-width one or the plan
   // over all regions (planned first when there is one, as a yardstick).
   const bool moves = job.migratable && all.size() > 1;
@@ -563,9 +550,10 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   if (moves) over_all = plan(all);
   double yardstick = std::isnan(rank_to_beat) ? kInf : rank_to_beat;
   if (over_all && over_all->ok) yardstick = std::min(yardstick, over_all->rank());
-  const double eff = elastic_gpu_hours_per_work(job);
+  // Its work takes at least this many GPU-hours (changes only add to them).
+  const double gpu_h = static_cast<double>(job.duration.count()) / 3600.0 * elastic_gpu_hours_per_work(job);
   for (const auto& v : all) {
-    const double floor_g = elastic_rank_floor(job, v, eff, wfirst, end_slot);
+    const double floor_g = rank_floor(*v.score, wfirst, end_slot, v.kw_per_gpu, v.emb_per_gpu_h, gpu_h);
     if (floor_g >= yardstick + 1e-6 || (best.ok && floor_g >= best.rank() - kEps)) continue;
     consider({v}, plan({v}));
   }
@@ -723,7 +711,8 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
     }
     auto js = shape(job, *p.region, ctx.slot);
     if (deadline_bound && best_r >= 0 &&
-        rank_floor(p, js, first_slot, std::min(horizon, static_cast<int>(p.score.size()))) >
+        rank_floor(p.score, first_slot, std::min(horizon, static_cast<int>(p.score.size())), js.kw, js.emb_per_h,
+                   js.hours) >
             best.rank() * (1 + opt.prefer_earlier_within) + kEps)
       continue;   // no plan here can be `better` (below) than the one in hand
     Plan plan;
@@ -861,9 +850,9 @@ PassContext make_context(const std::vector<Region>& regions, const CapacityLedge
   ctx.price_weight = opt.capacity_price_weight;
   ctx.expected.assign(static_cast<size_t>(ctx.n), 0);
   ctx.order.assign(static_cast<size_t>(ctx.n), {});
-  ctx.load_spread = opt.capacity_price_load_spread;
+  const double spread = opt.capacity_price_load_spread;
   for (int q = 0; q < kLoadPoints; ++q)
-    ctx.load_factor[q] = ctx.load_spread == 0 ? 1.0 : 1.0 + ctx.load_spread * (2.0 * q / (kLoadPoints - 1) - 1.0);
+    ctx.load_factor[q] = spread == 0 ? 1.0 : 1.0 + spread * (2.0 * q / (kLoadPoints - 1) - 1.0);
   std::array<double, kLoadPoints> unset;
   unset.fill(std::numeric_limits<double>::quiet_NaN());
   ctx.theta.assign(static_cast<size_t>(ctx.n), unset);
