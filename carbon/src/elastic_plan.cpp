@@ -69,9 +69,12 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
 
   // Per view and block: free capacity in every slot, ranked grams of one
   // GPU for the whole block, mean forecast intensity.
-  std::vector<std::vector<int>> freecap(nv, std::vector<int>(nb));
-  std::vector<std::vector<double>> per_gpu(nv, std::vector<double>(nb));
-  std::vector<std::vector<double>> mean_i(nv, std::vector<double>(nb));
+  // (One array each, view-major: [v][b] is [v * nb + b].)
+  std::vector<int> freecap_(nv * nb);
+  std::vector<double> per_gpu_(nv * nb), mean_i_(nv * nb);
+  auto freecap = [&](size_t v, size_t b) -> int& { return freecap_[v * nb + b]; };
+  auto per_gpu = [&](size_t v, size_t b) -> double& { return per_gpu_[v * nb + b]; };
+  auto mean_i = [&](size_t v, size_t b) -> double& { return mean_i_[v * nb + b]; };
   for (size_t v = 0; v < nv; ++v) {
     const auto& V = views[v];
     for (size_t b = 0; b < nb; ++b) {
@@ -82,24 +85,29 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
         ss += (*V.score)[k];
         si += (*V.intensity)[k];
       }
-      freecap[v][b] = fc;
-      per_gpu[v][b] = V.kw_per_gpu * ss * slot_h + V.emb_per_gpu_h * len_h(b);
-      mean_i[v][b] = si / (blocks[b].last - blocks[b].first);
+      freecap(v, b) = fc;
+      per_gpu(v, b) = V.kw_per_gpu * ss * slot_h + V.emb_per_gpu_h * len_h(b);
+      mean_i(v, b) = si / (blocks[b].last - blocks[b].first);
     }
   }
 
+  // Speed at each width a block may take: 0, then min_width up by
+  // width_step to max_width (next_width below).
   std::vector<double> sp(static_cast<size_t>(wmax) + 1, 0.0);
-  for (int w = 1; w <= wmax; ++w) sp[w] = job.speed(w);
+  for (int w = wmin;; w = std::min(wmax, w + step)) {
+    sp[w] = job.speed(w);
+    if (w == wmax) break;
+  }
   // The widest width a block of view v can take (0: not even min_width).
   auto widest = [&](size_t v, size_t b) {
-    const int cap = std::min(wmax, freecap[v][b]);
+    const int cap = std::min(wmax, freecap(v, b));
     if (cap < wmin) return 0;
     return cap >= wmax ? wmax : wmin + (cap - wmin) / step * step;
   };
   // Ranked grams per hour of work in block b of view v at its widest.
   auto per_work = [&](size_t v, size_t b) {
     const int w = widest(v, b);
-    return per_gpu[v][b] * w / (sp[w] * len_h(b));
+    return per_gpu(v, b) * w / (sp[w] * len_h(b));
   };
 
   // Run time a change costs, hours: in place, and with a move.
@@ -118,8 +126,8 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
     if (best < 0) continue;
     if (prev >= 0 && prev != best && widest(prev, b) > 0) {
       double gain = (per_work(prev, b) - per_work(best, b)) * len_h(b);
-      double move = move_h / len_h(b) * per_gpu[best][b] * job.gpus +
-                    move_network_grams(job, costs, mean_i[prev][b], mean_i[best][b]);
+      double move = move_h / len_h(b) * per_gpu(best, b) * job.gpus +
+                    move_network_grams(job, costs, mean_i(prev, b), mean_i(best, b));
       if (gain <= move) best = prev;
     }
     reg[b] = best;
@@ -173,7 +181,7 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
     if (p == kNone) return 0.0;
     const double ov = overhead_h(reg[static_cast<size_t>(p)] != reg[x]);
     lost_work = ov * sp[wx];
-    return ov / len_h(x) * per_gpu[reg[x]][x] * wx;
+    return ov / len_h(x) * per_gpu(reg[x], x) * wx;
   };
   // Ranked grams and lost work of the changes at b and at the next block
   // that runs after it, with b at width w.
@@ -190,7 +198,7 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
   auto next_width = [&](size_t b) {
     const int v = reg[b];
     if (v < 0) return 0;
-    const int cap = std::min(wmax, freecap[v][b]);
+    const int cap = std::min(wmax, freecap(v, b));
     const int w = width[b];
     const int next = w < wmin ? wmin : std::min(wmax, w + step);
     return next > cap || next == w ? 0 : next;
@@ -202,7 +210,7 @@ ElasticResult plan_elastic(const Job& job, const std::vector<ElasticRegionView>&
     const double g_next = local_changes(b, next, lost_next);
     const double gain = (sp[next] - sp[w]) * len_h(b) - (lost_next - lost_now);
     if (gain <= kEps) return kNever;
-    return (per_gpu[reg[b]][b] * (next - w) + g_next - g_now) / gain;
+    return (per_gpu(reg[b], b) * (next - w) + g_next - g_now) / gain;
   };
   std::priority_queue<Increment> queue;
   auto offer_next = [&](size_t b) {

@@ -364,17 +364,48 @@ Plan best_windows(const Prepared& p, const Job& job, const JobShape& js, int fir
   return best;
 }
 
-// A floor under the ranked grams of any plan that reserves at least
-// `hours` (GPU-hours for an elastic job) within slots [first, end) of a
-// region with ranking values `score`: each hour costs at least
-// kw x the cheapest score + emb_per_h. Plan::rank and
-// ElasticResult::rank for fixed-width and elastic jobs. Slightly lowered
-// against rounding; -inf when there is no such floor.
-double rank_floor(const std::vector<double>& score, int first, int end, double kw, double emb_per_h, double hours) {
+// A floor under the ranked grams of any plan of a job that needs `gpu_h`
+// GPU-hours within slots [first, end) of a region (ranking values `score`,
+// free GPUs capacity - used), at kw and emb_per_gpu_h a GPU, when a slot
+// holds no more of it than max_gpus, and none unless min_gpus fit (a
+// fixed-width job: both its GPUs; an elastic job: its widths, with
+// gpu_h its work at its most efficient width). The cheapest way to
+// reserve them fills the cheapest slots first, each with as many GPUs as
+// are free (a fractional knapsack: the plan's own slots can do no better,
+// and changes only add hours). +inf when the free GPUs cannot hold them:
+// no plan fits. Plan::rank and ElasticResult::rank for fixed-width and
+// elastic jobs. Slightly lowered against rounding. The cheapest slot alone
+// bounds it first: only a region that this cheap floor does not rule out
+// (>= `threshold`) is sorted.
+double rank_floor(const std::vector<double>& score, const std::vector<int>& capacity, const std::vector<int>& used,
+                  int first, int end, double kw, double emb_per_gpu_h, double gpu_h, int min_gpus, int max_gpus,
+                  double slot_h, double threshold) {
+  first = std::max(first, 0);
   double cheapest = kInf;
-  for (int k = std::max(first, 0); k < end; ++k) cheapest = std::min(cheapest, score[k]);
-  const double g = (kw * cheapest + emb_per_h) * hours;
-  return std::isfinite(g) && g > 0 ? g * (1 - 1e-9) : -kInf;
+  for (int k = first; k < end; ++k) cheapest = std::min(cheapest, score[k]);
+  const double cheap = (kw * cheapest + emb_per_gpu_h) * gpu_h * (1 - 1e-9);
+  if (!std::isfinite(cheap) || !(cheap > 0)) return -kInf;
+  if (cheap >= threshold) return cheap;
+  thread_local std::vector<std::pair<double, int>> slots;   // (score, free GPUs it may take)
+  slots.clear();
+  double room = 0;
+  for (int k = first; k < end; ++k) {
+    const int free = capacity[k] - used[k];
+    if (free < min_gpus) continue;
+    slots.emplace_back(score[k], std::min(free, max_gpus));
+    room += slots.back().second * slot_h;
+  }
+  if (room < gpu_h * (1 - 1e-9)) return kInf;
+  std::sort(slots.begin(), slots.end());
+  double left = gpu_h, op = 0;
+  for (const auto& [sc, gpus] : slots) {
+    const double take = std::min(left, gpus * slot_h);
+    op += sc * take;
+    left -= take;
+    if (left <= 0) break;
+  }
+  const double g = (kw * op + emb_per_gpu_h * gpu_h) * (1 - 1e-9);
+  return std::max(g, cheap);
 }
 
 std::string grams_str(double g) {
@@ -550,12 +581,38 @@ Decision place_elastic(const Job& job, const PassContext& ctx, const PlacementOp
   if (moves) over_all = plan(all);
   double yardstick = std::isnan(rank_to_beat) ? kInf : rank_to_beat;
   if (over_all && over_all->ok) yardstick = std::min(yardstick, over_all->rank());
+  const double limit = yardstick + 1e-6;
   // Its work takes at least this many GPU-hours (changes only add to them).
   const double gpu_h = static_cast<double>(job.duration.count()) / 3600.0 * elastic_gpu_hours_per_work(job);
-  for (const auto& v : all) {
-    const double floor_g = rank_floor(*v.score, wfirst, end_slot, v.kw_per_gpu, v.emb_per_gpu_h, gpu_h);
-    if (floor_g >= yardstick + 1e-6 || (best.ok && floor_g >= best.rank() - kEps)) continue;
-    consider({v}, plan({v}));
+  auto floor_of = [&](size_t i, double threshold) {
+    const auto& v = all[i];
+    return rank_floor(*v.score, *v.capacity, *v.used, wfirst, end_slot, v.kw_per_gpu, v.emb_per_gpu_h, gpu_h,
+                      job.min_width(), job.max_width(), ctx.slot_h, threshold);
+  };
+  // The regions are planned cheapest slot first, each unless its floor is
+  // above the cheapest plan so far (by more than a tie: the rule below
+  // breaks ties by candidate order); then the plans made are taken in
+  // candidate order, as if each region had been planned in turn.
+  std::vector<double> floor_g(all.size());
+  std::vector<size_t> by_floor;
+  for (size_t i = 0; i < all.size(); ++i) {
+    floor_g[i] = floor_of(i, -kInf);   // the cheapest slot's
+    if (floor_g[i] < limit) by_floor.push_back(i);
+  }
+  std::stable_sort(by_floor.begin(), by_floor.end(), [&](size_t a, size_t b) { return floor_g[a] < floor_g[b]; });
+  std::vector<std::optional<detail::ElasticResult>> single(all.size());
+  double lowest = kInf;
+  for (size_t i : by_floor) {
+    const double beat = std::min(limit, lowest + 2 * kEps);
+    if (floor_g[i] >= beat) break;
+    floor_g[i] = floor_of(i, beat);
+    if (floor_g[i] >= beat) continue;
+    single[i] = plan({all[i]});
+    if (single[i]->ok) lowest = std::min(lowest, single[i]->rank());
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!single[i] || floor_g[i] >= std::min(limit, best.ok ? best.rank() - kEps : kInf)) continue;
+    consider({all[i]}, std::move(*single[i]));
   }
   if (over_all) consider(all, std::move(*over_all));
   if (!best.ok || (!std::isnan(rank_to_beat) && best.rank() >= rank_to_beat - kEps)) return d;
@@ -710,10 +767,12 @@ Decision place_prepared(const Job& job, const PassContext& ctx, const PlacementO
       continue;
     }
     auto js = shape(job, *p.region, ctx.slot);
+    // (Its plans cost about what sorting its slots would: the cheapest
+    // slot's floor only.)
     if (deadline_bound && best_r >= 0 &&
-        rank_floor(p.score, first_slot, std::min(horizon, static_cast<int>(p.score.size())), js.kw, js.emb_per_h,
-                   js.hours) >
-            best.rank() * (1 + opt.prefer_earlier_within) + kEps)
+        rank_floor(p.score, p.capacity, p.used, first_slot, std::min(horizon, static_cast<int>(p.score.size())),
+                   js.kw / job.gpus, js.emb_per_h / job.gpus, js.hours * job.gpus, job.gpus, job.gpus, ctx.slot_h,
+                   -kInf) > best.rank() * (1 + opt.prefer_earlier_within) + kEps)
       continue;   // no plan here can be `better` (below) than the one in hand
     Plan plan;
     if (!deadline_bound) {

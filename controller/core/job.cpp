@@ -56,19 +56,23 @@ bool allowed_transition(JobState from, JobState to) {
 Job::Job(std::string id, std::string tenant, JobSpec spec, int64_t now_ms)
     : id_(std::move(id)), tenant_(std::move(tenant)), spec_(std::make_shared<const JobSpec>(std::move(spec))),
       created_ms_(now_ms), updated_ms_(now_ms) {
-  conditions_.push_back({JobState::kPending, "Submitted", "accepted and stored", now_ms});
+  conditions_ = std::vector<Condition>{{JobState::kPending, "Submitted", "accepted and stored", now_ms}};
 }
 
 bool Job::transition(JobState to, std::string reason, std::string message, int64_t now_ms) {
   if (!allowed_transition(state_, to)) return false;
   state_ = to;
   updated_ms_ = now_ms;
-  conditions_.push_back({to, std::move(reason), std::move(message), now_ms});
+  std::vector<Condition> cs;
   // Keep the history bounded: the first condition and the most recent ones.
   constexpr size_t kMaxConditions = 64;
-  if (conditions_.size() > kMaxConditions)
-    conditions_.erase(conditions_.begin() + 1,
-                      conditions_.begin() + 1 + (conditions_.size() - kMaxConditions));
+  const auto& old = *conditions_;
+  cs.reserve(std::min(old.size() + 1, kMaxConditions));
+  const size_t drop = old.size() + 1 > kMaxConditions ? old.size() + 1 - kMaxConditions : 0;
+  if (!old.empty()) cs.push_back(old.front());
+  for (size_t i = 1 + drop; i < old.size(); ++i) cs.push_back(old[i]);
+  cs.push_back({to, std::move(reason), std::move(message), now_ms});
+  conditions_ = std::move(cs);
   return true;
 }
 
@@ -171,7 +175,7 @@ Progress progress_from(const json& j) {
 
 json Job::to_document() const {
   json conds = json::array();
-  for (const auto& c : conditions_)
+  for (const auto& c : *conditions_)
     conds.push_back({{"state", to_string(c.state)}, {"reason", c.reason},
                      {"message", c.message}, {"time_ms", c.time_ms}});
   json d{{"id", id_},
@@ -218,12 +222,14 @@ Job Job::from_document(const json& d) {
     j.state_ = *st;
     j.created_ms_ = d.at("created_ms").get<int64_t>();
     j.updated_ms_ = d.at("updated_ms").get<int64_t>();
+    std::vector<Condition> conds;
     for (const auto& c : d.at("conditions")) {
       auto cs = parse_state(c.at("state").get<std::string>());
       if (!cs) throw std::runtime_error("unknown condition state");
-      j.conditions_.push_back({*cs, c.at("reason").get<std::string>(),
-                               c.at("message").get<std::string>(), c.at("time_ms").get<int64_t>()});
+      conds.push_back({*cs, c.at("reason").get<std::string>(), c.at("message").get<std::string>(),
+                       c.at("time_ms").get<int64_t>()});
     }
+    j.conditions_ = std::move(conds);
     j.progress = progress_from(d.value("progress", json::object()));
     j.recovery_count = d.value("recovery_count", 0);
     j.failure_reason = d.value("failure_reason", "");

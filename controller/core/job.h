@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/core/api_types.h"
+#include "controller/core/shared_value.h"
 #include "worker/spec/status_push.h"
 
 namespace controller {
@@ -157,15 +158,17 @@ class Job {
   JobState state() const { return state_; }
   int64_t created_ms() const { return created_ms_; }
   int64_t updated_ms() const { return updated_ms_; }
-  const std::vector<Condition>& conditions() const { return conditions_; }
+  const std::vector<Condition>& conditions() const { return *conditions_; }
 
   // Moves to `to` and records a condition. Returns false (and changes
   // nothing) when the edge is not allowed.
   [[nodiscard]] bool transition(JobState to, std::string reason,
                                 std::string message, int64_t now_ms);
 
-  // Mutable per-job data that does not affect the lifecycle.
-  std::optional<PlacementView> placement;
+  // Mutable per-job data that does not affect the lifecycle. The
+  // placement is replaced whole when re-planned, and shared by the job's
+  // copies until then.
+  SharedValue<PlacementView> placement;
   Progress progress;
   int recovery_count = 0;
   std::string failure_reason;
@@ -193,7 +196,9 @@ class Job {
   std::shared_ptr<const JobSpec> spec_ = std::make_shared<const JobSpec>();
   JobState state_ = JobState::kPending;
   int64_t created_ms_ = 0, updated_ms_ = 0;
-  std::vector<Condition> conditions_;
+  // Appended to by transition() (a new vector each time); shared by the
+  // job's copies until then.
+  SharedValue<std::vector<Condition>> conditions_ = std::vector<Condition>{};
 };
 
 // Window i's region and width (PlacementView::places, else the placement's

@@ -512,6 +512,9 @@ const char kInsertDecision[] =
 }  // namespace
 
 void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
+  // The jobs whose declared curve this transaction writes: known to be
+  // stored once it commits.
+  std::vector<std::string> declared;
   auto apply = [&](const Batch* b) {
     Stmt up(prepared(kUpsertJob));
     Stmt insc(prepared(kInsertDeclared));
@@ -529,12 +532,16 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
       up.i64(9, r.migratable ? 1 : 0);
       up.run(db_);
       // The spec never changes after submission: its declared curve is
-      // written once (a later write of the job ignores it).
-      for (const auto& p : r.scaling) {
-        insc.text(1, r.id);
-        insc.i64(2, p.nodes);
-        insc.f64(3, p.tokens_per_second);
-        insc.run(db_);
+      // written once (a later write of the job ignores it, and one that
+      // this store wrote before is not even tried).
+      if (!r.scaling.empty() && !declared_.count(r.id)) {
+        for (const auto& p : r.scaling) {
+          insc.text(1, r.id);
+          insc.i64(2, p.nodes);
+          insc.f64(3, p.tokens_per_second);
+          insc.run(db_);
+        }
+        declared.push_back(r.id);
       }
       delr.text(1, r.id);
       delr.run(db_);
@@ -552,6 +559,7 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
       Stmt deld(prepared(kDeleteDecisions));
       Stmt dels(prepared(kDeleteScaling));
       for (const auto& id : b->deletes) {
+        declared_.erase(id);
         del.text(1, id);
         del.run(db_);
         deld.text(1, id);
@@ -596,10 +604,12 @@ void Store::commit(std::vector<Batch*>& batches) {  // under db_mu_
     }
   };
   auto run_txn = [&](const std::vector<Batch*>& group) -> std::string {
+    declared.clear();
     try {
       Stmt(prepared(kBegin)).run(db_);
       for (Batch* b : group) apply(b);
       Stmt(prepared(kCommit)).run(db_);
+      declared_.insert(declared.begin(), declared.end());
       return "";
     } catch (const StoreError& e) {
       // Rolled back (SQLite may have done so itself after a full disk or

@@ -54,12 +54,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "controller/core/decision_outcome.h"
@@ -248,6 +248,9 @@ class Store {
   int version_ = 0;
   std::mutex db_mu_;  // serialises reads with the writer's transactions
   std::map<const char*, sqlite3_stmt*> stmts_;  // prepared(); under db_mu_
+  // Jobs whose declared curve is in job_scaling (written by this store
+  // since it opened; not every stored one). Under db_mu_.
+  std::unordered_set<std::string> declared_;
 
   // Group commit (under sync_mu_).
   mutable std::mutex sync_mu_;  // mutable: the const counters read under it

@@ -1071,7 +1071,9 @@ struct SchedulerRig {
   void two_windows(const std::string& id) {
     const int64_t t0 = registry->get(id)->placement->start_ms, h = carbon::kHourMs;
     ASSERT_TRUE(registry->update(id, kAllTenants, [&](Job& j) {
-      j.placement->windows = {{t0, t0 + h}, {t0 + 2 * h, t0 + 3 * h}};
+      PlacementView pv = *j.placement;
+      pv.windows = {{t0, t0 + h}, {t0 + 2 * h, t0 + 3 * h}};
+      j.placement = pv;
       return true;
     }));
   }
