@@ -84,7 +84,9 @@ json change_json(const PlannedChange& c) {
           {"saved_grams", c.saved_grams}, {"why", c.why}};
 }
 
-json placement_json(const PlacementView& p) {
+}  // namespace
+
+json placement_document(const PlacementView& p) {
   json w = json::array();
   for (size_t i = 0; i < p.windows.size(); ++i) {
     json x = {p.windows[i].first, p.windows[i].second};
@@ -109,6 +111,8 @@ json placement_json(const PlacementView& p) {
   }
   return d;
 }
+
+namespace {
 
 PlacementView placement_from(const json& j) {
   PlacementView p;
@@ -173,7 +177,7 @@ Progress progress_from(const json& j) {
 
 }  // namespace
 
-json Job::to_document() const {
+json Job::to_document(bool with_placement) const {
   json conds = json::array();
   for (const auto& c : *conditions_)
     conds.push_back({{"state", to_string(c.state)}, {"reason", c.reason},
@@ -198,7 +202,7 @@ json Job::to_document() const {
   if (stop.requested())
     d["stop"] = {{"intent", to_string(stop.intent)}, {"message", stop.message}, {"preempted_by", stop.preempted_by}};
   if (!waiting_reason.empty()) d["waiting_reason"] = waiting_reason;
-  if (placement) d["placement"] = placement_json(*placement);
+  if (placement && with_placement) d["placement"] = placement_document(*placement);
   return d;
 }
 

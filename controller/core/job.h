@@ -182,8 +182,10 @@ class Job {
   std::string waiting_reason;      // PENDING: why it waits, as last recorded ("" = not deferred)
   nlohmann::json runtime = nlohmann::json::object();  // the executor's bookkeeping, opaque here
 
-  // Whole-job document for the store (everything, including the state).
-  nlohmann::json to_document() const;
+  // Whole-job document for the store (everything, including the state);
+  // with_placement false: all but the "placement" key (the store adds it
+  // from placement_document, made once per placement).
+  nlohmann::json to_document(bool with_placement = true) const;
   // Rebuilds a job from to_document(); throws std::runtime_error on a
   // malformed document or an unknown state name.
   static Job from_document(const nlohmann::json& doc);
@@ -200,6 +202,9 @@ class Job {
   // job's copies until then.
   SharedValue<std::vector<Condition>> conditions_ = std::vector<Condition>{};
 };
+
+// The "placement" value of a job's document (Job::to_document).
+nlohmann::json placement_document(const PlacementView& p);
 
 // Window i's region and width (PlacementView::places, else the placement's
 // region at spec.nodes). Requires a placement and i < windows.size().

@@ -38,6 +38,9 @@ class SharedValue {
   // Require has_value().
   const T& operator*() const { return *p_; }
   const T* operator->() const { return p_.get(); }
+  // True when both hold the very same value (one assignment's), or none:
+  // what was made from one may serve the other.
+  bool same(const SharedValue& o) const { return p_ == o.p_; }
 
  private:
   std::shared_ptr<const T> p_;

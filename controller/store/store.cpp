@@ -344,15 +344,45 @@ void Store::write(const std::vector<const Job*>& jobs, const std::vector<std::st
   b.rows.reserve(jobs.size());
   for (const Job* j : jobs) {
     // The elastic fields go to their columns and rows, not the document.
-    nlohmann::json doc = j->to_document();
+    nlohmann::json doc = j->to_document(/*with_placement=*/false);
     for (const char* k : {"elastic", "migratable", "scaling"}) doc["spec"].erase(k);
+    std::string text = doc.dump();
+    // Its placement: the same key of the same object (key order means
+    // nothing to a reader), made once per placement.
+    if (j->placement) {
+      text.pop_back();   // the object's closing brace
+      text += ",\"placement\":";
+      text += placement_text(*j);
+      text += '}';
+    } else {
+      std::lock_guard<std::mutex> l(text_mu_);
+      placement_text_.erase(j->id());
+    }
     const JobSpec& s = j->spec();
-    b.rows.push_back({j->id(), j->tenant(), std::string(to_string(j->state())), j->idempotency_key, doc.dump(),
+    b.rows.push_back({j->id(), j->tenant(), std::string(to_string(j->state())), j->idempotency_key, std::move(text),
                       j->seq, reservations_of(*j), s.min_nodes, s.max_nodes, s.migratable, s.scaling});
   }
   b.deletes = deleted_ids;
   b.decisions = decisions;
   submit(b);
+}
+
+std::string Store::placement_text(const Job& j) {
+  {
+    std::lock_guard<std::mutex> l(text_mu_);
+    auto it = placement_text_.find(j.id());
+    if (it != placement_text_.end() && it->second.placement.same(j.placement)) {
+      std::string text = it->second.text;
+      // An ended job is written again only to be deleted (or not at all).
+      if (is_terminal(j.state())) placement_text_.erase(it);
+      return text;
+    }
+  }
+  std::string text = placement_document(*j.placement).dump();
+  std::lock_guard<std::mutex> l(text_mu_);
+  if (is_terminal(j.state())) placement_text_.erase(j.id());
+  else placement_text_[j.id()] = {j.placement, text};
+  return text;
 }
 
 void Store::record_load(const LoadSample& sample) {

@@ -59,6 +59,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -251,6 +252,16 @@ class Store {
   // Jobs whose declared curve is in job_scaling (written by this store
   // since it opened; not every stored one). Under db_mu_.
   std::unordered_set<std::string> declared_;
+  // The document text of each live job's placement as last written (a
+  // job is written at every state change; its placement changes only when
+  // re-planned): made again only for a new placement. Under text_mu_.
+  std::string placement_text(const Job& j);
+  struct PlacementText {
+    SharedValue<PlacementView> placement;
+    std::string text;
+  };
+  std::mutex text_mu_;
+  std::unordered_map<std::string, PlacementText> placement_text_;
 
   // Group commit (under sync_mu_).
   mutable std::mutex sync_mu_;  // mutable: the const counters read under it

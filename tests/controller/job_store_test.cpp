@@ -129,6 +129,48 @@ TEST(ControllerJob, ADocumentWithAnUnknownStateIsRefused) {
   EXPECT_THROW(Job::from_document(d), std::runtime_error);
 }
 
+// A job is written at every state change and its placement only changes
+// when it is re-planned: the store makes a placement's text once. What it
+// stores is still each write's own placement (a new one, a copy of the job
+// that kept the old one, none), read back whole after reopening.
+TEST(ControllerStore, EachWriteStoresTheJobsOwnPlacement) {
+  gstest::TempDir dir;
+  const std::string path = dir.file("c.db");
+  Job j = job_in(JobState::kScheduled);
+  j.seq = 1;
+  const PlacementView first{"FR", "carbon-region", 5, {{5, 10}}, 1.5, 2.5, "first plan", 7};
+  const PlacementView second{"DE", "carbon-window", 20, {{20, 30}, {40, 50}}, 2.5, 3.5, "second plan", 8};
+  auto stored = [&](Store& s) {
+    auto all = s.load_all();
+    EXPECT_EQ(all.size(), 1u);
+    return all.empty() ? Job::from_document(j.to_document()) : all[0];
+  };
+  Store s(path);
+  j.placement = first;
+  s.write_one(j);
+  const Job kept = j;   // shares the first placement
+  ASSERT_TRUE(j.transition(JobState::kStarting, "T", "t", 3000));
+  s.write_one(j);
+  EXPECT_EQ(stored(s).to_document(), j.to_document());
+  j.placement = second;   // re-planned: a new placement, same job
+  s.write_one(j);
+  EXPECT_EQ(stored(s).placement->explanation, "second plan");
+  EXPECT_EQ(stored(s).to_document(), j.to_document());
+  s.write_one(kept);   // an older copy: its own (first) placement
+  EXPECT_EQ(stored(s).placement->explanation, "first plan");
+  EXPECT_EQ(stored(s).to_document(), kept.to_document());
+  j.placement = std::nullopt;
+  s.write_one(j);
+  EXPECT_FALSE(stored(s).placement.has_value());
+  j.placement = second;
+  ASSERT_TRUE(j.transition(JobState::kRunning, "T", "t", 4000));
+  ASSERT_TRUE(j.transition(JobState::kSucceeded, "T", "t", 5000));
+  s.write_one(j);
+  s.write_one(j);   // an ended job's text is not kept: made again
+  Store reopened(path);
+  EXPECT_EQ(stored(reopened).to_document(), j.to_document());
+}
+
 TEST(ControllerStore, JobsSurviveReopening) {
   gstest::TempDir dir;
   const std::string path = dir.file("c.db");
