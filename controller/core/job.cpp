@@ -177,18 +177,20 @@ Progress progress_from(const json& j) {
 
 }  // namespace
 
-json Job::to_document(bool with_placement) const {
+json conditions_document(const std::vector<Condition>& conditions) {
   json conds = json::array();
-  for (const auto& c : *conditions_)
+  for (const auto& c : conditions)
     conds.push_back({{"state", to_string(c.state)}, {"reason", c.reason},
                      {"message", c.message}, {"time_ms", c.time_ms}});
+  return conds;
+}
+
+json Job::document_core() const {
   json d{{"id", id_},
          {"tenant", tenant_},
-         {"spec", spec_->to_json()},
          {"state", to_string(state_)},
          {"created_ms", created_ms_},
          {"updated_ms", updated_ms_},
-         {"conditions", conds},
          {"progress", progress_json(progress)},
          {"recovery_count", recovery_count},
          {"failure_reason", failure_reason},
@@ -202,7 +204,14 @@ json Job::to_document(bool with_placement) const {
   if (stop.requested())
     d["stop"] = {{"intent", to_string(stop.intent)}, {"message", stop.message}, {"preempted_by", stop.preempted_by}};
   if (!waiting_reason.empty()) d["waiting_reason"] = waiting_reason;
-  if (placement && with_placement) d["placement"] = placement_document(*placement);
+  return d;
+}
+
+json Job::to_document() const {
+  json d = document_core();
+  d["spec"] = spec_->to_json();
+  d["conditions"] = conditions_document(*conditions_);
+  if (placement) d["placement"] = placement_document(*placement);
   return d;
 }
 

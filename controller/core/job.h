@@ -182,10 +182,16 @@ class Job {
   std::string waiting_reason;      // PENDING: why it waits, as last recorded ("" = not deferred)
   nlohmann::json runtime = nlohmann::json::object();  // the executor's bookkeeping, opaque here
 
-  // Whole-job document for the store (everything, including the state);
-  // with_placement false: all but the "placement" key (the store adds it
-  // from placement_document, made once per placement).
-  nlohmann::json to_document(bool with_placement = true) const;
+  // Whole-job document for the store (everything, including the state):
+  // document_core() with "spec" (JobSpec::to_json), "conditions"
+  // (conditions_document) and, when placed, "placement"
+  // (placement_document). The store adds those three from texts it makes
+  // once per value: the spec never changes, and the conditions and the
+  // placement are replaced whole (shared_conditions(), placement).
+  nlohmann::json to_document() const;
+  nlohmann::json document_core() const;
+  const std::shared_ptr<const JobSpec>& shared_spec() const { return spec_; }
+  const SharedValue<std::vector<Condition>>& shared_conditions() const { return conditions_; }
   // Rebuilds a job from to_document(); throws std::runtime_error on a
   // malformed document or an unknown state name.
   static Job from_document(const nlohmann::json& doc);
@@ -203,8 +209,10 @@ class Job {
   SharedValue<std::vector<Condition>> conditions_ = std::vector<Condition>{};
 };
 
-// The "placement" value of a job's document (Job::to_document).
+// The "placement" and "conditions" values of a job's document
+// (Job::to_document).
 nlohmann::json placement_document(const PlacementView& p);
+nlohmann::json conditions_document(const std::vector<Condition>& conditions);
 
 // Window i's region and width (PlacementView::places, else the placement's
 // region at spec.nodes). Requires a placement and i < windows.size().

@@ -343,45 +343,50 @@ void Store::write(const std::vector<const Job*>& jobs, const std::vector<std::st
   Batch b;
   b.rows.reserve(jobs.size());
   for (const Job* j : jobs) {
-    // The elastic fields go to their columns and rows, not the document.
-    nlohmann::json doc = j->to_document(/*with_placement=*/false);
-    for (const char* k : {"elastic", "migratable", "scaling"}) doc["spec"].erase(k);
-    std::string text = doc.dump();
-    // Its placement: the same key of the same object (key order means
-    // nothing to a reader), made once per placement.
-    if (j->placement) {
-      text.pop_back();   // the object's closing brace
-      text += ",\"placement\":";
-      text += placement_text(*j);
-      text += '}';
-    } else {
-      std::lock_guard<std::mutex> l(text_mu_);
-      placement_text_.erase(j->id());
-    }
     const JobSpec& s = j->spec();
-    b.rows.push_back({j->id(), j->tenant(), std::string(to_string(j->state())), j->idempotency_key, std::move(text),
+    b.rows.push_back({j->id(), j->tenant(), std::string(to_string(j->state())), j->idempotency_key, document_text(*j),
                       j->seq, reservations_of(*j), s.min_nodes, s.max_nodes, s.migratable, s.scaling});
+  }
+  if (!deleted_ids.empty()) {
+    std::lock_guard<std::mutex> l(text_mu_);
+    for (const auto& id : deleted_ids) texts_.erase(id);
   }
   b.deletes = deleted_ids;
   b.decisions = decisions;
   submit(b);
 }
 
-std::string Store::placement_text(const Job& j) {
-  {
-    std::lock_guard<std::mutex> l(text_mu_);
-    auto it = placement_text_.find(j.id());
-    if (it != placement_text_.end() && it->second.placement.same(j.placement)) {
-      std::string text = it->second.text;
-      // An ended job is written again only to be deleted (or not at all).
-      if (is_terminal(j.state())) placement_text_.erase(it);
-      return text;
-    }
-  }
-  std::string text = placement_document(*j.placement).dump();
+std::string Store::document_text(const Job& j) {
+  std::string text = j.document_core().dump();
+  text.pop_back();   // the object's closing brace: the other keys follow (their order means nothing to a reader)
   std::lock_guard<std::mutex> l(text_mu_);
-  if (is_terminal(j.state())) placement_text_.erase(j.id());
-  else placement_text_[j.id()] = {j.placement, text};
+  DocumentTexts& t = texts_[j.id()];
+  if (t.spec != j.shared_spec()) {
+    // The elastic fields go to their columns and rows, not the document.
+    nlohmann::json spec = j.spec().to_json();
+    for (const char* k : {"elastic", "migratable", "scaling"}) spec.erase(k);
+    t.spec = j.shared_spec();
+    t.spec_text = spec.dump();
+  }
+  if (t.conditions_text.empty() || !t.conditions.same(j.shared_conditions())) {
+    t.conditions = j.shared_conditions();
+    t.conditions_text = conditions_document(j.conditions()).dump();
+  }
+  text += ",\"spec\":";
+  text += t.spec_text;
+  text += ",\"conditions\":";
+  text += t.conditions_text;
+  if (j.placement) {
+    if (t.placement_text.empty() || !t.placement.same(j.placement)) {
+      t.placement = j.placement;
+      t.placement_text = placement_document(*j.placement).dump();
+    }
+    text += ",\"placement\":";
+    text += t.placement_text;
+  }
+  text += '}';
+  // An ended job is written again only to be deleted, if ever.
+  if (is_terminal(j.state())) texts_.erase(j.id());
   return text;
 }
 

@@ -252,16 +252,22 @@ class Store {
   // Jobs whose declared curve is in job_scaling (written by this store
   // since it opened; not every stored one). Under db_mu_.
   std::unordered_set<std::string> declared_;
-  // The document text of each live job's placement as last written (a
-  // job is written at every state change; its placement changes only when
-  // re-planned): made again only for a new placement. Under text_mu_.
-  std::string placement_text(const Job& j);
-  struct PlacementText {
+  // A job's stored document (Job::to_document, less the spec's elastic
+  // fields): written at every state change, while its spec never changes
+  // and its conditions and placement are replaced whole, now and then. So
+  // the text of each of those three is made once per value and kept, with
+  // the value it was made from, for each live job (under text_mu_).
+  std::string document_text(const Job& j);
+  struct DocumentTexts {
+    std::shared_ptr<const JobSpec> spec;
+    std::string spec_text;
+    SharedValue<std::vector<Condition>> conditions;
+    std::string conditions_text;
     SharedValue<PlacementView> placement;
-    std::string text;
+    std::string placement_text;
   };
   std::mutex text_mu_;
-  std::unordered_map<std::string, PlacementText> placement_text_;
+  std::unordered_map<std::string, DocumentTexts> texts_;
 
   // Group commit (under sync_mu_).
   mutable std::mutex sync_mu_;  // mutable: the const counters read under it

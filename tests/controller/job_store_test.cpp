@@ -129,11 +129,12 @@ TEST(ControllerJob, ADocumentWithAnUnknownStateIsRefused) {
   EXPECT_THROW(Job::from_document(d), std::runtime_error);
 }
 
-// A job is written at every state change and its placement only changes
-// when it is re-planned: the store makes a placement's text once. What it
-// stores is still each write's own placement (a new one, a copy of the job
-// that kept the old one, none), read back whole after reopening.
-TEST(ControllerStore, EachWriteStoresTheJobsOwnPlacement) {
+// A job is written at every state change; its spec never changes, and its
+// conditions and placement are replaced whole: the store makes each one's
+// text once. What it stores is still each write's own (a new placement, a
+// copy of the job that kept the old placement and conditions, none, another
+// job's spec under the same id), read back whole after reopening.
+TEST(ControllerStore, EachWriteStoresTheJobsOwnSpecConditionsAndPlacement) {
   gstest::TempDir dir;
   const std::string path = dir.file("c.db");
   Job j = job_in(JobState::kScheduled);
@@ -156,9 +157,16 @@ TEST(ControllerStore, EachWriteStoresTheJobsOwnPlacement) {
   s.write_one(j);
   EXPECT_EQ(stored(s).placement->explanation, "second plan");
   EXPECT_EQ(stored(s).to_document(), j.to_document());
-  s.write_one(kept);   // an older copy: its own (first) placement
+  s.write_one(kept);   // an older copy: its own (first) placement, its own conditions
   EXPECT_EQ(stored(s).placement->explanation, "first plan");
   EXPECT_EQ(stored(s).to_document(), kept.to_document());
+  JobSpec other_spec = j.spec();
+  other_spec.name = "another-name";
+  Job other("j1", "team-a", other_spec, 1000);
+  other.seq = 1;
+  s.write_one(other);
+  EXPECT_EQ(stored(s).spec().name, "another-name");
+  EXPECT_EQ(stored(s).to_document(), other.to_document());
   j.placement = std::nullopt;
   s.write_one(j);
   EXPECT_FALSE(stored(s).placement.has_value());
