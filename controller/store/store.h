@@ -24,7 +24,10 @@
 //     migration above it in order, each in its own transaction; a database
 //     newer than this binary (user_version > kSchemaVersion) is refused;
 //   - a job is stored as its whole document (Job::to_document) plus indexed
-//     columns (tenant, state, seq, idempotency key);
+//     columns (tenant, state, seq, idempotency key); the texts of its spec,
+//     conditions and placement are made once per value and reused while
+//     the job lives (a job is written at every state change; those parts
+//     change now and then, and are replaced whole when they do);
 //   - a job's capacity reservations (reservations_of(job)) are a table of
 //     their own, replaced in the same transaction whenever the job is
 //     written, so they are exactly as durable as its state (schema 4);
