@@ -63,15 +63,12 @@ bool Job::transition(JobState to, std::string reason, std::string message, int64
   if (!allowed_transition(state_, to)) return false;
   state_ = to;
   updated_ms_ = now_ms;
-  std::vector<Condition> cs;
+  // A new list (the job's copies keep theirs).
+  std::vector<Condition> cs = *conditions_;
+  cs.push_back({to, std::move(reason), std::move(message), now_ms});
   // Keep the history bounded: the first condition and the most recent ones.
   constexpr size_t kMaxConditions = 64;
-  const auto& old = *conditions_;
-  cs.reserve(std::min(old.size() + 1, kMaxConditions));
-  const size_t drop = old.size() + 1 > kMaxConditions ? old.size() + 1 - kMaxConditions : 0;
-  if (!old.empty()) cs.push_back(old.front());
-  for (size_t i = 1 + drop; i < old.size(); ++i) cs.push_back(old[i]);
-  cs.push_back({to, std::move(reason), std::move(message), now_ms});
+  if (cs.size() > kMaxConditions) cs.erase(cs.begin() + 1, cs.begin() + 1 + (cs.size() - kMaxConditions));
   conditions_ = std::move(cs);
   return true;
 }

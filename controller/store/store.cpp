@@ -368,7 +368,7 @@ std::string Store::document_text(const Job& j) {
     t.spec = j.shared_spec();
     t.spec_text = spec.dump();
   }
-  if (t.conditions_text.empty() || !t.conditions.same(j.shared_conditions())) {
+  if (!t.conditions.same(j.shared_conditions())) {   // a new entry holds none: never the same
     t.conditions = j.shared_conditions();
     t.conditions_text = conditions_document(j.conditions()).dump();
   }
@@ -377,7 +377,7 @@ std::string Store::document_text(const Job& j) {
   text += ",\"conditions\":";
   text += t.conditions_text;
   if (j.placement) {
-    if (t.placement_text.empty() || !t.placement.same(j.placement)) {
+    if (!t.placement.same(j.placement)) {
       t.placement = j.placement;
       t.placement_text = placement_document(*j.placement).dump();
     }

@@ -86,6 +86,27 @@ TEST(ControllerJob, StateNamesRoundTripAndUnknownNamesAreRejected) {
   EXPECT_FALSE(parse_state("").has_value());
 }
 
+// A job that suspends and resumes for months keeps a bounded history: its
+// first condition and the 63 newest, in order; the copy taken before keeps
+// its own.
+TEST(ControllerJob, TheConditionHistoryKeepsTheFirstAndTheNewest) {
+  Job j = job_in(JobState::kRunning);
+  const Job before = j;
+  int64_t t = 3000;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(j.transition(JobState::kSuspended, "WindowClosed", "w" + std::to_string(i), ++t));
+    ASSERT_TRUE(j.transition(JobState::kStarting, "Resumed", "s" + std::to_string(i), ++t));
+    ASSERT_TRUE(j.transition(JobState::kRunning, "GangRunning", "r" + std::to_string(i), ++t));
+  }
+  const auto& cs = j.conditions();
+  ASSERT_EQ(cs.size(), 64u);
+  EXPECT_EQ(cs.front().reason, "Submitted");
+  EXPECT_EQ(cs.back().message, "r39");
+  EXPECT_EQ(cs[1].message, "w19");   // 120 after the 4 of job_in: the 63 newest are the 58th on
+  for (size_t i = 2; i < cs.size(); ++i) EXPECT_EQ(cs[i].time_ms, cs[i - 1].time_ms + 1);
+  EXPECT_EQ(before.conditions().size(), 4u);
+}
+
 TEST(ControllerJob, DocumentRoundTripKeepsEverything) {
   Job j = job_in(JobState::kRecovering);
   j.placement = PlacementView{"FR", "carbon-region", 5, {{5, 10}, {20, 30}}, 1.5, 2.5, "why", 7};
